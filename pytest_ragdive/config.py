@@ -1,0 +1,292 @@
+"""RagdiveConfig: ``[tool.ragdive]`` in pyproject.toml, or ragdive.yaml, or the CLI.
+
+Every ``--ragdive-X`` option has a twin key ``X`` (dashes as underscores) in
+the file. The command line wins over the file. Validation is strict: an
+unknown key or a bad value raises :class:`ConfigError` whose one-line message
+names the file, the key and what was expected; the plugin turns it into a
+pytest usage error (exit code 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .metrics.registry import METRICS
+
+SUITE_NAMES = ("core", "extended")
+DEFAULT_GATE: dict[str, float] = {
+    "answer_f1": 0.03,
+    "correctness": 0.03,
+    "faithfulness": 0.03,
+    "context_recall": 0.03,
+    "recall_at_k": 0.03,
+    "forgetfulness": 0.05,
+    "safety_pass_rate": 0.0,
+}
+
+
+class ConfigError(Exception):
+    """A one-line configuration error; the plugin reports it as a usage error."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RoleModel(_Strict):
+    """Model settings of one LLM role (simulator, validator, judge, classifier)."""
+
+    model: str | None = None
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int | None = 0
+
+
+class LLMConfig(_Strict):
+    api_base: str | None = None
+    api_key_env: str | None = None
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    # litellm for every provider; openai_http is a lean aiohttp path for
+    # OpenAI-compatible endpoints (api_base), with far less client CPU per call
+    transport: Literal["litellm", "openai_http"] = "litellm"
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    simulator: RoleModel = Field(default_factory=lambda: RoleModel(temperature=0.7))
+    validator: RoleModel = Field(default_factory=lambda: RoleModel())
+    judge: RoleModel = Field(default_factory=lambda: RoleModel())
+    classifier: RoleModel = Field(default_factory=lambda: RoleModel())
+
+
+class GeneratedConfig(_Strict):
+    """A dynamically generated (RAG-DIVE) part of a suite; needs a model."""
+
+    conversations: int = Field(5, ge=1)
+    turns: int = Field(3, ge=1)
+    roles: list[str] = Field(default_factory=lambda: ["default"])
+    corpus: str | None = None
+    seed: int = 0
+    max_regenerations: int = Field(2, ge=0)
+    on_invalid: Literal["drop", "flag"] = "drop"
+    window_chars: int = Field(6000, ge=200)
+
+
+class SuiteConfig(_Strict):
+    """Which cases a suite runs."""
+
+    single_turn: list[str] = Field(default_factory=list)
+    conversations: list[str] = Field(default_factory=list)
+    max_cases: int | None = Field(None, ge=1)
+    max_conversations: int | None = Field(None, ge=1)
+    max_turns: int | None = Field(None, ge=1)
+    categories: list[str] | None = None
+    generated: GeneratedConfig | None = None
+
+
+class RagdiveConfig(_Strict):
+    # twins of the CLI options
+    baseline: str | None = None
+    update_baseline: bool = False
+    suite: Literal["core", "extended", "all"] = "core"
+    runs: int = Field(1, ge=1)
+    record_mode: Literal["new_episodes", "none", "all", "off"] = "new_episodes"
+    cache_dir: str = ".ragdive/cache"
+    model: str | None = None
+    concurrency: int = Field(8, ge=1)
+    max_cost: float | None = Field(None, ge=0)
+    report_dir: str | None = None
+    # file-only settings
+    autorun: bool = False
+    target: str | None = None
+    corpus: str | None = None
+    backend: Literal["auto", "offline", "llm"] = "auto"
+    judge_backend: Literal["builtin", "ragas"] = "builtin"
+    judge_cascade: list[str] = Field(default_factory=list)
+    forgetfulness_probe: bool = True
+    gate: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_GATE))
+    suites: dict[str, SuiteConfig] = Field(default_factory=dict)
+    llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
+    # where the config came from; paths resolve against its directory
+    source: str | None = Field(None, exclude=True)
+    base_dir: str = Field(".", exclude=True)
+
+    @field_validator("target")
+    @classmethod
+    def _target_spec(cls, v: str | None) -> str | None:
+        if v is not None and (v.count(":") != 1 or not all(v.split(":"))):
+            raise ValueError("expected 'package.module:attribute'")
+        return v
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_metrics(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, tol in v.items():
+            if name not in METRICS:
+                raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(METRICS))}")
+            if not isinstance(tol, (int, float)) or isinstance(tol, bool) or tol < 0:
+                raise ValueError(f"tolerance of {name!r} must be a number >= 0")
+            if name == "safety_pass_rate" and tol != 0:
+                raise ValueError("safety_pass_rate has zero tolerance: set it to 0")
+        return v
+
+    @field_validator("suites")
+    @classmethod
+    def _suite_names(cls, v: dict[str, SuiteConfig]) -> dict[str, SuiteConfig]:
+        for name in v:
+            if name not in SUITE_NAMES:
+                raise ValueError(f"unknown suite {name!r}, expected one of {', '.join(SUITE_NAMES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _model_sets_roles(self) -> RagdiveConfig:
+        return self
+
+    # -- helpers -----------------------------------------------------------
+    def path(self, p: str) -> Path:
+        """Resolve a path from the config against the config file's directory."""
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (Path(self.base_dir) / q).resolve()
+
+    def selected_suites(self) -> list[str]:
+        names = list(SUITE_NAMES) if self.suite == "all" else [self.suite]
+        return [n for n in names if n in self.suites]
+
+    def role_model(self, role: str) -> str | None:
+        rm: RoleModel = getattr(self.llm, role)
+        return rm.model or self.model
+
+    def llm_enabled(self) -> bool:
+        if self.backend == "offline":
+            return False
+        if self.backend == "llm":
+            return True
+        return any(self.role_model(r) for r in ("simulator", "validator", "judge", "classifier"))
+
+    def config_hash(self) -> str:
+        """Hash of what changes results (suites, gate set, target, backend, models)."""
+        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
+        data = self.model_dump(mode="json", include=set(keys))
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------
+# loading
+
+
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc) or "(top level)"
+
+
+def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None = None) -> str:
+    first = err.errors()[0]
+    loc = tuple(first["loc"])
+    key = _fmt_loc(loc)
+    if cli_names and loc and str(loc[0]) in cli_names:
+        where, key = "command line", cli_names[str(loc[0])]
+    if first["type"] == "extra_forbidden":
+        fields = _fields_at(loc[:-1])
+        hint = f" (expected one of: {', '.join(fields)})" if fields else ""
+        return f"ragdive config error in {where}: unknown key {key!r}{hint}"
+    got = first.get("input")
+    got_s = "" if isinstance(got, (dict, list)) else f", got {got!r}"
+    msg = first["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    return f"ragdive config error in {where}: key {key!r}: {msg}{got_s}"
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    model: Any = RagdiveConfig
+    in_dict = False
+    for part in loc:
+        if isinstance(part, int) or in_dict:
+            in_dict = False
+            continue
+        f = getattr(model, "model_fields", {}).get(part)
+        if f is None:
+            return []
+        ann = f.annotation
+        in_dict = getattr(ann, "__origin__", None) is dict
+        inner = [a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            return []
+        model = inner[0]
+    return [k for k, f in model.model_fields.items() if not f.exclude]
+
+
+def find_config_file(candidates: list[Path], explicit: str | None = None) -> Path | None:
+    """The file holding the ragdive config: the explicit path, else the first
+    ragdive.yaml, or pyproject.toml with a [tool.ragdive] table, in the
+    candidate directories (ini file's dir, rootdir, invocation dir, args)."""
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise ConfigError(f"ragdive config error: --ragdive-config file {explicit} does not exist")
+        return p.resolve()
+    dirs: list[Path] = []
+    for c in candidates:
+        if c not in dirs:
+            dirs.append(c)
+    for d in dirs:
+        for name in ("ragdive.yaml", "ragdive.yml"):
+            if (d / name).is_file():
+                return (d / name).resolve()
+        pp = d / "pyproject.toml"
+        if pp.is_file():
+            try:
+                text = pp.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "[tool.ragdive" in text:
+                return pp.resolve()
+    return None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            section = data.get("tool", {}).get("ragdive", {})
+        else:
+            import yaml
+
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            section = loaded.get("ragdive", loaded) if isinstance(loaded, dict) else loaded
+            if section is None:
+                section = {}
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        raise ConfigError(f"ragdive config error in {path}: cannot parse: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # yaml errors
+        raise ConfigError(f"ragdive config error in {path}: cannot parse: {' '.join(str(e).split())}") from None
+    if not isinstance(section, dict):
+        raise ConfigError(f"ragdive config error in {path}: expected a mapping of settings, got {type(section).__name__}")
+    return section
+
+
+def load_config(
+    file: Path | None,
+    cli: dict[str, Any] | None = None,
+    cli_names: dict[str, str] | None = None,
+    default_dir: Path | None = None,
+) -> RagdiveConfig:
+    """Build the config from a file (may be None) and CLI overrides (None = not given)."""
+    data: dict[str, Any] = read_config_file(file) if file is not None else {}
+    where = str(file) if file is not None else "defaults"
+    try:
+        cfg = RagdiveConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e, where)) from None
+    overrides = {k: v for k, v in (cli or {}).items() if v is not None}
+    if overrides:
+        try:
+            cfg = RagdiveConfig.model_validate({**data, **overrides})
+        except ValidationError as e:
+            raise ConfigError(_one_line(e, where, cli_names)) from None
+    cfg.source = where
+    cfg.base_dir = str((file.parent if file is not None else (default_dir or Path.cwd())).resolve())
+    return cfg

@@ -1,0 +1,43 @@
+"""Every metric's name, direction and one-line definition, declared once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["turn", "conversation"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    direction: Literal["higher", "lower"]
+    level: Level
+    definition: str
+
+
+_SPECS = (
+    MetricSpec("answer_f1", "higher", "turn", "SQuAD token F1 of the answer against the ground truth"),
+    MetricSpec("exact_match", "higher", "turn", "1 when the SQuAD-normalised answer equals the ground truth"),
+    MetricSpec("correctness", "higher", "turn", "1 when the answer covers >= 60% of the ground truth's content tokens (or abstains on an unanswerable turn)"),
+    MetricSpec("recall_at_k", "higher", "turn", "share of relevant documents among the retrieved contexts"),
+    MetricSpec("mrr", "higher", "turn", "reciprocal rank of the first relevant retrieved document"),
+    MetricSpec("ndcg_at_k", "higher", "turn", "binary-relevance nDCG of the retrieved documents"),
+    MetricSpec("faithfulness", "higher", "turn", "share of answer sentences grounded in the retrieved contexts"),
+    MetricSpec("context_recall", "higher", "turn", "share of the ground truth's content covered by the retrieved contexts"),
+    MetricSpec("context_precision", "higher", "turn", "rank-aware precision of the retrieved contexts (average precision)"),
+    MetricSpec("safety_pass_rate", "higher", "turn", "share of answers that state none of the turn's negative assertions"),
+    MetricSpec("citation_rate", "higher", "turn", "share of answers citing every expected citation"),
+    MetricSpec("answer_attempt_rate", "higher", "turn", "share of turns the target answered instead of abstaining"),
+    MetricSpec("forgetfulness", "lower", "conversation", "share of conversations with a turn answered correctly stand-alone but wrongly in the conversation"),
+    MetricSpec("context_retention", "higher", "conversation", "share of stand-alone-correct turns also answered correctly in the conversation"),
+    MetricSpec("aptitude", "higher", "conversation", "90th percentile of per-question scores over repeated runs (sharded diagnosis)"),
+    MetricSpec("unreliability", "lower", "conversation", "90th minus 10th percentile of per-question scores over repeated runs"),
+    MetricSpec("sharded_gap", "lower", "conversation", "FULL minus SHARDED score (sharded diagnosis)"),
+)
+
+METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+
+
+def direction(name: str) -> Literal["higher", "lower"]:
+    return METRICS[name].direction

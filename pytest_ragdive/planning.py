@@ -1,0 +1,93 @@
+"""Which conversations a session runs: one plan per conversation per suite per run."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .config import RagdiveConfig
+from .records import Conversation
+from .sources import golden
+
+
+class Plan(BaseModel):
+    """One planned conversation. ``template`` is the scripted conversation (not
+    yet run); ``spec`` is a generated conversation's plan (RAG-DIVE CG)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str
+    run: int
+    conv_id: str
+    kind: Literal["golden_single", "golden", "generated"]
+    template: Conversation | None = None
+    spec: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}::{self.conv_id}::run{self.run}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.suite}::{self.conv_id}" + (f"[run{self.run}]" if self.run else "")
+
+
+def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, notes: list[str]) -> list[Plan]:
+    sc = cfg.suites[suite]
+    singles = [c for p in sc.single_turn for c in golden.load_single_turn(cfg.path(p))]
+    scripted = [c for p in sc.conversations for c in golden.load_conversations(cfg.path(p))]
+    if sc.categories is not None:
+        singles = [c for c in singles if c.category in sc.categories]
+        scripted = [c for c in scripted if c.category in sc.categories]
+    if sc.max_cases is not None:
+        singles = singles[: sc.max_cases]
+    if sc.max_conversations is not None:
+        scripted = scripted[: sc.max_conversations]
+    ids = [c.question_id for c in singles] + [c.id for c in scripted]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise golden.GoldenError(f"suite {suite!r}: ids used twice across its files: {', '.join(dup[:5])}")
+    gen_specs: list[dict[str, Any]] = []
+    if sc.generated is not None:
+        if not llm_enabled:
+            notes.append(
+                f"suite {suite}: generated conversations skipped (no model configured; set --ragdive-model "
+                "or [tool.ragdive] model to run the RAG-DIVE generator)"
+            )
+        else:
+            gen_specs = _plan_generated(cfg, suite)
+    plans = []
+    for run in range(runs):
+        for c in singles:
+            plans.append(
+                Plan(suite=suite, run=run, conv_id=c.question_id, kind="golden_single",
+                     template=golden.single_turn_conversation(c, suite, run))
+            )
+        for s in scripted:
+            plans.append(
+                Plan(suite=suite, run=run, conv_id=s.id, kind="golden",
+                     template=golden.scripted_conversation(s, suite, run, sc.max_turns))
+            )
+        for spec in gen_specs:
+            plans.append(Plan(suite=suite, run=run, conv_id=str(spec["id"]), kind="generated", spec=spec))
+    return plans
+
+
+def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:
+    from .sources.generator import plan_generated
+
+    sc = cfg.suites[suite]
+    assert sc.generated is not None
+    corpus_path = sc.generated.corpus or cfg.corpus
+    if not corpus_path:
+        raise golden.GoldenError(f"suite {suite!r}: generated conversations need a corpus (corpus = ... in the config)")
+    corpus = golden.load_corpus(cfg.path(corpus_path))
+    return [s.model_dump(mode="json") for s in plan_generated(sc.generated, corpus, suite)]
+
+
+def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Plan]:
+    plans: list[Plan] = []
+    for suite in cfg.selected_suites():
+        plans += plan_suite(cfg, suite, cfg.runs, llm_enabled, notes)
+    return plans

@@ -1,0 +1,173 @@
+"""Reports: the terminal table, results.json, ragdive-junit.xml and summary.md."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .baseline import GateRow
+from .metrics.registry import METRICS
+from .records import Conversation, SuiteResult
+
+
+def _f(x: float | None, fmt: str = ".4f") -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def metrics_lines(results: dict[str, SuiteResult]) -> list[str]:
+    rows = []
+    for suite, res in results.items():
+        for name, mv in res.metrics.items():
+            arrow = "↑" if METRICS[name].direction == "higher" else "↓"
+            ci = "n/a" if mv.ci_low is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
+            rows.append([suite, f"{name} {arrow}", _f(mv.value), ci, str(mv.n)])
+    return _table(["suite", "metric", "value", "95% CI", "n"], rows)
+
+
+def gate_lines(rows: list[GateRow]) -> list[str]:
+    body = []
+    for r in rows:
+        band = "n/a" if r.band_low is None else f"[{r.band_low:.4f}, {r.band_high:.4f}]"
+        delta = "n/a" if r.delta is None else f"{r.delta:+.4f}"
+        verdict = r.verdict.upper() if r.failed else r.verdict
+        arrow = "↑" if r.direction == "higher" else "↓"
+        body.append([r.suite, f"{r.metric} {arrow}", band, f"{r.tolerance:g}", _f(r.current), delta, verdict])
+    return _table(["suite", "metric", "baseline band", "tol", "current", "delta", "verdict"], body)
+
+
+def failing_conversations(convs: list[Conversation], metric: str, limit: int = 10) -> list[str]:
+    """The conversations that pull a metric the wrong way, with reasons where known."""
+    spec = METRICS.get(metric)
+    out = []
+    for c in convs:
+        if c.error:
+            continue
+        if spec and spec.level == "conversation":
+            v = c.scores.get(metric)
+            bad = v is not None and ((spec.direction == "lower" and v > 0) or (spec.direction == "higher" and v < 1))
+            reason = c.verdicts[metric].reason if metric in c.verdicts else ""
+        else:
+            bad_turns = [t for t in c.turns if (s := t.scores.get(metric)) is not None and s < 1]
+            bad = bool(bad_turns)
+            reason = "; ".join(
+                f"turn {t.index}: " + (t.verdicts[metric].reason if metric in t.verdicts else f"{t.scores[metric]:.2f}")
+                for t in bad_turns[:3]
+            )
+        if bad:
+            out.append(f"{c.suite}/{c.id} (run {c.run}): {reason}".rstrip(": "))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def results_json(
+    results: dict[str, SuiteResult],
+    convs: list[Conversation],
+    gate: list[GateRow] | None,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "suites": {s: {m: mv.value for m, mv in r.metrics.items()} for s, r in results.items()},
+        "suite_results": {s: r.model_dump(mode="json") for s, r in results.items()},
+        "gate": [r.model_dump(mode="json") for r in gate] if gate is not None else None,
+        "conversations": [c.model_dump(mode="json") for c in sorted(convs, key=lambda c: (c.suite, c.run, c.id))],
+        **extra,
+    }
+
+
+def junit_xml(rows: list[GateRow], results: dict[str, SuiteResult]) -> str:
+    from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+    suites = []
+    for suite in results:
+        cases = []
+        for r in (r for r in rows if r.suite == suite):
+            tc = TestCase(name=r.metric, classname=f"ragdive.{suite}")
+            if r.failed:
+                tc.add_failure_info(message=r.line(), output=r.line())
+            else:
+                tc.stdout = r.line()
+            cases.append(tc)
+        suites.append(TestSuite(f"ragdive-{suite}", cases))
+    return to_xml_report_string(suites)
+
+
+def summary_md(
+    results: dict[str, SuiteResult],
+    gate: list[GateRow] | None,
+    convs: list[Conversation],
+    notes: list[str],
+) -> str:
+    lines = ["# ragdive quality gate", ""]
+    if gate is not None:
+        failed = [r for r in gate if r.failed]
+        lines.append(f"**{'FAILED' if failed else 'PASSED'}**: {len(failed)} of {len(gate)} gated metrics out of band.")
+        lines.append("")
+        lines.append("| suite | metric | baseline band | tol | current | delta | verdict |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for r in gate:
+            band = "n/a" if r.band_low is None else f"[{r.band_low:.4f}, {r.band_high:.4f}]"
+            delta = "n/a" if r.delta is None else f"{r.delta:+.4f}"
+            mark = "❌ " if r.failed else ("⬆ " if r.verdict == "improvement" else "")
+            lines.append(f"| {r.suite} | {r.metric} | {band} | {r.tolerance:g} | {_f(r.current)} | {delta} | {mark}{r.verdict} |")
+        lines.append("")
+        for r in failed:
+            bad = failing_conversations([c for c in convs if c.suite == r.suite], r.metric)
+            if bad:
+                lines.append(f"## {r.suite}/{r.metric}: conversations that pull it down")
+                lines.append("")
+                lines += [f"- {b}" for b in bad]
+                lines.append("")
+    lines.append("## Metrics")
+    lines.append("")
+    lines.append("| suite | metric | value | 95% CI | n |")
+    lines.append("|---|---|---|---|---|")
+    for suite, res in results.items():
+        for name, mv in res.metrics.items():
+            ci = "n/a" if mv.ci_low is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
+            lines.append(f"| {suite} | {name} | {_f(mv.value)} | {ci} | {mv.n} |")
+    errors = [c for c in convs if c.error]
+    if errors:
+        lines += ["", "## Conversations that errored", ""]
+        lines += [f"- {c.suite}/{c.id} (run {c.run}): {c.error}" for c in errors[:20]]
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(
+    report_dir: Path,
+    results: dict[str, SuiteResult],
+    convs: list[Conversation],
+    gate: list[GateRow] | None,
+    notes: list[str],
+    extra: dict[str, Any],
+) -> list[Path]:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    p = report_dir / "results.json"
+    p.write_text(json.dumps(results_json(results, convs, gate, extra), indent=1) + "\n", encoding="utf-8")
+    written.append(p)
+    if gate is not None:
+        p = report_dir / "ragdive-junit.xml"
+        p.write_text(junit_xml(gate, results), encoding="utf-8")
+        written.append(p)
+    md = summary_md(results, gate, convs, notes)
+    p = report_dir / "summary.md"
+    p.write_text(md, encoding="utf-8")
+    written.append(p)
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as fh:
+            fh.write(md)
+    return written

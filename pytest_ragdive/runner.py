@@ -1,0 +1,123 @@
+"""The turn loop against the target, and the background event loop that runs
+conversations concurrently inside one pytest process.
+
+Turns within one conversation are sequential (each depends on the last
+answer); conversations run concurrently, bounded by ``concurrency``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from .records import Conversation
+from .target import AsyncTarget
+
+T = TypeVar("T")
+
+
+class BackgroundLoop:
+    """An asyncio loop in a daemon thread; ``submit`` returns a concurrent Future."""
+
+    def __init__(self, concurrency: int) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="ragdive-loop", daemon=True)
+        self._concurrency = concurrency
+        self._sem: asyncio.Semaphore | None = None
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def submit(self, factory: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
+        async def bounded() -> T:
+            if self._sem is None:
+                self._sem = asyncio.Semaphore(self._concurrency)
+            async with self._sem:
+                return await factory()
+
+        return asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one coroutine on the loop without the conversation bound."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def close(self) -> None:
+        if not self._loop.is_running():
+            return
+
+        async def _cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(_cancel_all(), self._loop).result(timeout=5)
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+
+def record_error(conv: Conversation, exc: BaseException, where: str) -> None:
+    conv.error = f"{where}: {type(exc).__name__}: {exc}"
+    conv.meta["traceback"] = "".join(traceback.format_exception(exc))
+
+
+async def run_scripted(conv: Conversation, target: AsyncTarget, probe: bool = True) -> Conversation:
+    """Replay a scripted conversation against the target, turn by turn.
+
+    With ``probe``, each context-dependent turn's stand-alone question is also
+    asked in a fresh history (the offline forgetfulness probe). A target
+    exception is recorded on the conversation (``conv.error``), not raised.
+    """
+    history: list[dict[str, str]] = []
+    for turn in conv.turns:
+        history.append({"role": "user", "content": turn.rag_input})
+        t0 = time.perf_counter()
+        try:
+            resp = await target(list(history))
+        except Exception as exc:  # noqa: BLE001 - a target failure fails this item only
+            record_error(conv, exc, f"turn {turn.index}")
+            return conv
+        turn.latency_s = round(time.perf_counter() - t0, 6)
+        turn.answer = resp.answer
+        turn.contexts = list(resp.contexts)
+        turn.citations = list(resp.citations)
+        history.append({"role": "assistant", "content": resp.answer})
+    if probe and len(conv.turns) > 1:
+        await probe_standalone(conv, target)
+    return conv
+
+
+async def probe_standalone(conv: Conversation, target: AsyncTarget) -> None:
+    """Ask each context-dependent turn's stand-alone question in a fresh history."""
+    todo = [t for t in conv.turns[1:] if t.standalone_question and t.ground_truth and t.answer is not None]
+
+    async def one(turn: Any) -> None:
+        resp = await target([{"role": "user", "content": turn.standalone_question}])
+        turn.standalone_answer = resp.answer
+        turn.standalone_contexts = list(resp.contexts)
+
+    results = await asyncio.gather(*(one(t) for t in todo), return_exceptions=True)
+    for turn, res in zip(todo, results, strict=True):
+        if isinstance(res, BaseException):
+            record_error(conv, res, f"stand-alone probe of turn {turn.index}")
+            return
+
+
+async def timed(awaitable: Awaitable[T]) -> tuple[T, float]:
+    t0 = time.perf_counter()
+    value = await awaitable
+    return value, time.perf_counter() - t0

@@ -1,0 +1,525 @@
+"""The pytest session's ragdive state and the hooks that run only when active.
+
+Everything mutable lives on this object, stored in ``config.stash``; nothing
+is global.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import __version__
+from .baseline import BaselineError, GateRow, build_baseline, check, load_baseline, write_baseline
+from .config import ConfigError, RagdiveConfig, find_config_file, load_config
+from .planning import Plan, plan_all
+from .plugin import FLAGS
+from .records import Baseline, Conversation, Document, SuiteResult
+from .runner import BackgroundLoop, probe_standalone, record_error, run_scripted
+from .sources.golden import GoldenError, load_corpus
+from .target import AsyncTarget, TargetError, as_async, load_target
+
+SESSION_KEY = pytest.StashKey["RagdiveSession"]()
+
+PATH_KEYS = ("baseline", "cache_dir", "report_dir")
+
+
+def cli_values(config: pytest.Config) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for _flag, key, _metavar, _help in FLAGS:
+        v = config.getoption("ragdive_" + key, default=None)
+        if v is None or key == "config":
+            continue
+        if key in PATH_KEYS:
+            v = str((config.invocation_params.dir / v).resolve())
+        out[key] = v
+    return out
+
+
+def candidate_dirs(config: pytest.Config) -> list[Path]:
+    dirs = [config.inipath.parent] if config.inipath is not None else []
+    dirs += [config.rootpath, config.invocation_params.dir]
+    for arg in config.args:
+        p = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        dirs.append(p if p.is_dir() else p.parent)
+    return dirs
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class RagdiveSession:
+    """State of one pytest session: config, plans, results, the gate."""
+
+    def __init__(self, config: pytest.Config, cfg: RagdiveConfig, config_file: Path | None, active: bool) -> None:
+        self.config = config
+        self.cfg = cfg
+        self.config_file = config_file
+        self.active = active
+        self.notes: list[str] = []
+        self.baseline: Baseline | None = None
+        self._plans: list[Plan] | None = None
+        self._loop: BackgroundLoop | None = None
+        self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
+        self._target: AsyncTarget | None = None
+        self._prefetched = False
+        self._documents: dict[str, Document] | None = None
+        self._llm: Any = None
+        self.collected: dict[str, Conversation] = {}
+        self.results: dict[str, SuiteResult] = {}
+        self.gate_rows: list[GateRow] | None = None
+        self.fatal: list[str] = []
+        self.worker_llm_stats: list[dict[str, Any]] = []
+        self.written: list[Path] = []
+        self.baseline_written: Path | None = None
+
+    # -- configuration ------------------------------------------------------
+    @classmethod
+    def from_pytest(cls, config: pytest.Config, active: bool) -> RagdiveSession:
+        cli = cli_values(config)
+        names = {key: flag for flag, key, *_ in FLAGS}
+        explicit = config.getoption("ragdive_config", default=None)
+        try:
+            file = find_config_file(candidate_dirs(config), explicit)
+            cfg = load_config(file, cli, names, default_dir=config.invocation_params.dir)
+        except ConfigError as e:
+            raise pytest.UsageError(str(e)) from None
+        self = cls(config, cfg, file, active or cfg.autorun)
+        if self.active:
+            self._check_modes()
+        return self
+
+    def _check_modes(self) -> None:
+        cfg = self.cfg
+        if not cfg.suites:
+            raise pytest.UsageError(
+                f"ragdive config error in {cfg.source}: no suites configured "
+                "(add [tool.ragdive.suites.core] with single_turn/conversations files)"
+            )
+        if not cfg.selected_suites():
+            raise pytest.UsageError(
+                f"ragdive config error in {cfg.source}: suite {cfg.suite!r} selected but not configured "
+                f"(configured: {', '.join(cfg.suites)})"
+            )
+        if cfg.update_baseline and not cfg.baseline:
+            raise pytest.UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
+        if cfg.baseline and not cfg.update_baseline:
+            path = self.cfg.path(cfg.baseline)
+            try:
+                self.baseline = load_baseline(path)
+            except BaselineError as e:
+                raise pytest.UsageError(str(e)) from None
+            backend = self.backend_name()
+            if self.baseline.backend != backend:
+                raise pytest.UsageError(
+                    f"ragdive baseline {path} was recorded with the {self.baseline.backend} backend, "
+                    f"this run uses {backend}: record a baseline for it with --ragdive-update-baseline"
+                )
+            for suite in cfg.selected_suites():
+                stored = self.baseline.suites.get(suite)
+                if stored is None:
+                    raise pytest.UsageError(
+                        f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(self.baseline.suites) or 'none'}); "
+                        f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
+                    )
+                missing = [m for m in cfg.gate if m not in stored]
+                if missing:
+                    raise pytest.UsageError(
+                        f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r}; "
+                        "re-record the baseline or remove them from [tool.ragdive.gate]"
+                    )
+            if self.baseline.config_hash and self.baseline.config_hash != cfg.config_hash():
+                self.notes.append(
+                    f"the baseline was recorded with another config (hash {self.baseline.config_hash}, now "
+                    f"{cfg.config_hash()}): re-record it if the suites changed on purpose"
+                )
+
+    def backend_name(self) -> str:
+        if not self.cfg.llm_enabled():
+            return "offline"
+        return "ragas" if self.cfg.judge_backend == "ragas" else "llm"
+
+    def judge_models(self) -> dict[str, str]:
+        if not self.cfg.llm_enabled():
+            return {}
+        return {r: m for r in ("simulator", "validator", "judge", "classifier") if (m := self.cfg.role_model(r))}
+
+    # -- plans and items ----------------------------------------------------
+    def plans(self) -> list[Plan]:
+        if self._plans is None:
+            try:
+                self._plans = plan_all(self.cfg, self.cfg.llm_enabled(), self.notes)
+            except GoldenError as e:
+                raise pytest.UsageError(f"ragdive golden data error: {e}") from None
+        return self._plans
+
+    def documents(self) -> dict[str, Document]:
+        if self._documents is None:
+            docs: dict[str, Document] = {}
+            if self.cfg.corpus:
+                try:
+                    docs = {d.id: d for d in load_corpus(self.cfg.path(self.cfg.corpus))}
+                except GoldenError as e:
+                    raise pytest.UsageError(f"ragdive corpus error: {e}") from None
+            self._documents = docs
+        return self._documents
+
+    def default_target(self) -> Any:
+        if not self.cfg.target:
+            raise TargetError(
+                "no ragdive target: override the `ragdive_target` fixture in conftest.py "
+                "or set target = 'package.module:attribute' in [tool.ragdive]"
+            )
+        if self.cfg.base_dir not in sys.path:
+            sys.path.insert(0, self.cfg.base_dir)
+        return load_target(self.cfg.target)
+
+    # -- running ------------------------------------------------------------
+    def _ensure_loop(self) -> BackgroundLoop:
+        if self._loop is None:
+            self._loop = BackgroundLoop(self.cfg.concurrency)
+        return self._loop
+
+    def llm_client(self) -> Any:
+        if self._llm is None:
+            from .llm import LLMClient
+
+            self._llm = LLMClient.from_config(self.cfg)
+        return self._llm
+
+    def _submit(self, plan: Plan, target: AsyncTarget) -> concurrent.futures.Future[Conversation]:
+        fut = self._futures.get(plan.key)
+        if fut is None:
+            fut = self._ensure_loop().submit(lambda: self._run_plan(plan, target))
+            self._futures[plan.key] = fut
+        return fut
+
+    def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
+        """Run (or fetch the prefetched run of) one planned conversation."""
+        if self._target is None:
+            self._target = as_async(target)
+        atarget = self._target
+        if not self._prefetched and item is not None and not is_worker(self.config):
+            # A plain run: start every selected conversation now so that they
+            # progress concurrently while pytest reports them one by one.
+            self._prefetched = True
+            from .items import RagdiveItem
+
+            for it in item.session.items:
+                if isinstance(it, RagdiveItem):
+                    self._submit(it.plan, atarget)
+        return self._submit(plan, atarget).result()
+
+    async def _run_plan(self, plan: Plan, target: AsyncTarget) -> Conversation:
+        cfg = self.cfg
+        if plan.kind == "generated":
+            conv = await self._run_generated(plan, target)
+            if conv.error is None and cfg.forgetfulness_probe and len(conv.turns) > 1:
+                await probe_standalone(conv, target)
+        else:
+            assert plan.template is not None
+            conv = plan.template.model_copy(deep=True)
+            await run_scripted(conv, target, probe=cfg.forgetfulness_probe)
+        if conv.error is None:
+            from .metrics.offline import score_conversation
+
+            score_conversation(conv)
+            if cfg.llm_enabled():
+                await self._judge(conv)
+        return conv
+
+    async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
+        from .sources.generator import GeneratedSpec, run_generated
+        from .sources.roles import load_roles
+
+        sc = self.cfg.suites[plan.suite]
+        assert sc.generated is not None and plan.spec is not None
+        spec = GeneratedSpec.model_validate(plan.spec)
+        extra_dirs = [str(Path(self.cfg.base_dir) / "roles")]
+        try:
+            role = load_roles([spec.role], extra_dirs=extra_dirs)[0]
+            corpus_path = sc.generated.corpus or self.cfg.corpus
+            assert corpus_path is not None
+            docs = {d.id: d for d in load_corpus(self.cfg.path(corpus_path))}
+            return await run_generated(spec, docs[spec.document_id], role, target, self.llm_client(), sc.generated, plan.run)
+        except Exception as exc:  # noqa: BLE001 - recorded on the conversation
+            conv = Conversation(id=plan.conv_id, suite=plan.suite, run=plan.run, source="generated", role=spec.role,
+                                document_id=spec.document_id)
+            record_error(conv, exc, "generation")
+            self._note_fatal(exc)
+            return conv
+
+    async def _judge(self, conv: Conversation) -> None:
+        try:
+            if self.cfg.judge_backend == "ragas":
+                from .metrics.ragas_backend import judge_conversation_ragas
+
+                await judge_conversation_ragas(conv, self.llm_client(), self.cfg, self.documents())
+            else:
+                from .metrics.judged import judge_conversation
+
+                await judge_conversation(conv, self.llm_client(), self.cfg, self.documents())
+        except Exception as exc:  # noqa: BLE001
+            record_error(conv, exc, "judging")
+            self._note_fatal(exc)
+
+    def _note_fatal(self, exc: BaseException) -> None:
+        """Budget and replay-only cache misses end the run with one clear message."""
+        name = type(exc).__name__
+        if name in ("BudgetExceeded", "CacheMissError", "LLMConfigError", "RagasNotInstalled"):
+            msg = f"{name}: {exc}"
+            if msg not in self.fatal:
+                self.fatal.append(msg)
+
+    def fail_if_broken(self, conv: Conversation) -> None:
+        if conv.error:
+            tb = conv.meta.get("traceback", "")
+            pytest.fail(f"{conv.error}\n\n{tb}".rstrip(), pytrace=False)
+        if conv.failures:
+            pytest.fail("safety violation (zero tolerance):\n" + "\n".join(conv.failures), pytrace=False)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            if self._llm is not None and hasattr(self._llm, "aclose"):
+                try:
+                    self._loop.run(self._llm.aclose())
+                except Exception:  # noqa: BLE001
+                    pass
+            self._loop.close()
+            self._loop = None
+
+    # -- llm statistics -----------------------------------------------------
+    def local_llm_stats(self) -> dict[str, Any] | None:
+        if self._llm is None:
+            return None
+        stats = self._llm.stats
+        return stats.model_dump(mode="json") if hasattr(stats, "model_dump") else None
+
+    def merged_llm_stats(self) -> Any:
+        dumps = list(self.worker_llm_stats)
+        local = self.local_llm_stats()
+        if local is not None:
+            dumps.append(local)
+        if not dumps:
+            return None
+        from .llm import LLMStats
+
+        total = LLMStats()
+        for d in dumps:
+            total = total.merge(LLMStats.model_validate(d))
+        return total
+
+    # -- aggregation, gate, reports ----------------------------------------
+    def finish(self, session: pytest.Session) -> None:
+        from .aggregate import aggregate
+
+        convs = list(self.collected.values())
+        suites = [s for s in self.cfg.selected_suites()]
+        self.results = {s: aggregate(s, [c for c in convs if c.suite == s]) for s in suites}
+        failed = False
+        if not convs:
+            self.notes.append("no ragdive conversation was run (all deselected?)")
+        if self.fatal:
+            failed = True
+        if self.cfg.update_baseline:
+            if self.fatal or not convs:
+                self.notes.append("baseline NOT written: the run did not complete")
+            else:
+                assert self.cfg.baseline is not None
+                path = self.cfg.path(self.cfg.baseline)
+                existing = None
+                if path.is_file():
+                    try:
+                        existing = load_baseline(path)
+                    except BaselineError:
+                        existing = None
+                    if existing is not None and existing.backend != self.backend_name():
+                        existing = None
+                bl = build_baseline(
+                    self.results, self.cfg.gate, config_hash=self.cfg.config_hash(), backend=self.backend_name(),
+                    judge_models=self.judge_models(), plugin_version=__version__, existing=existing,
+                )
+                write_baseline(path, bl)
+                self.baseline_written = path
+        elif self.baseline is not None:
+            self.gate_rows = check(self.results, self.baseline, self.cfg.gate)
+            if any(r.failed for r in self.gate_rows):
+                failed = True
+        if failed:
+            session.testsfailed += 1
+        if self.cfg.report_dir:
+            from .report import write_reports
+
+            stats = self.merged_llm_stats()
+            extra: dict[str, Any] = {
+                "plugin_version": __version__,
+                "config_hash": self.cfg.config_hash(),
+                "backend": self.backend_name(),
+                "llm": stats.model_dump(mode="json") if stats is not None else None,
+                "fatal": self.fatal,
+            }
+            extra.update(self._extra_reports(convs))
+            self.written = write_reports(
+                self.cfg.path(self.cfg.report_dir), self.results, convs, self.gate_rows, self.notes + self.fatal, extra
+            )
+
+    def _extra_reports(self, convs: list[Conversation]) -> dict[str, Any]:
+        """Per-source statistics (validation counts, diversity) where available."""
+        out: dict[str, Any] = {}
+        gen = [c for c in convs if c.source == "generated" and c.error is None]
+        if gen:
+            try:
+                from .diversity import diversity_by_turn
+                from .sources.validator import ValidationStats
+
+                total = ValidationStats()
+                for c in gen:
+                    if "validation" in c.meta:
+                        total = total.merge(ValidationStats.model_validate(c.meta["validation"]))
+                out["validation"] = total.model_dump(mode="json")
+                out["diversity"] = {s: diversity_by_turn([c for c in gen if c.suite == s]) for s in {c.suite for c in gen}}
+            except ImportError:
+                pass
+        return out
+
+    def summary_lines(self) -> list[str]:
+        from .report import gate_lines, metrics_lines
+
+        lines: list[str] = []
+        if self.results:
+            lines += metrics_lines(self.results)
+        errors = [c for c in self.collected.values() if c.error]
+        if errors:
+            lines.append("")
+            lines.append(f"{len(errors)} conversation(s) errored and are left out of the metrics:")
+            lines += [f"  {c.suite}/{c.id} run {c.run}: {c.error}" for c in errors[:10]]
+        if self.gate_rows is not None:
+            lines.append("")
+            lines += gate_lines(self.gate_rows)
+            bad = [r for r in self.gate_rows if r.failed]
+            better = [r for r in self.gate_rows if r.verdict == "improvement"]
+            lines.append("")
+            if bad:
+                lines.append(f"ragdive gate FAILED: {len(bad)} metric(s) out of band:")
+                lines += ["  " + r.line() for r in bad]
+            else:
+                lines.append(f"ragdive gate passed: {len(self.gate_rows)} gated metric(s) within their baseline bands")
+            if better:
+                lines.append("improvements (consider --ragdive-update-baseline):")
+                lines += ["  " + r.line() for r in better]
+        elif self.active and not self.cfg.update_baseline:
+            lines.append("")
+            lines.append("no baseline given: metrics shown, nothing gated (use --ragdive-baseline=PATH)")
+        if self.baseline_written is not None:
+            lines.append(f"baseline written to {self.baseline_written}")
+        stats = self.merged_llm_stats()
+        if stats is not None and hasattr(stats, "summary_lines"):
+            lines.append("")
+            lines += list(stats.summary_lines())
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        for f in self.fatal:
+            lines.append(f"ERROR: {f}")
+        for p in self.written:
+            lines.append(f"report: {p}")
+        return lines
+
+
+def get_session(config: pytest.Config) -> RagdiveSession:
+    """The session's state; created on first use when the plugin is dormant
+    (a user test asked for ``ragdive_conversation``)."""
+    sess = config.stash.get(SESSION_KEY, None)
+    if sess is None:
+        sess = RagdiveSession.from_pytest(config, active=False)
+        config.stash[SESSION_KEY] = sess
+    return sess
+
+
+class ActiveHooks:
+    """Hooks registered only when ragdive is active in this session."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        self.sess = sess
+        self.dirs: dict[Path, pytest.Directory] = {}
+
+    def pytest_collectstart(self, collector: pytest.Collector) -> None:
+        if isinstance(collector, pytest.Directory):
+            self.dirs[collector.path] = collector
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        from .items import build_items
+
+        anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
+        items.extend(build_items(session, anchor, self.sess.plans(), self.dirs))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        rep = yield
+        conv = getattr(item, "ragdive_result", None)
+        if call.when == "call" and conv is not None:
+            rep.ragdive_conversation = conv.model_dump_json()
+        return rep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "ragdive_conversation", None)
+        if data and report.when == "call" and not is_worker(self.sess.config):
+            conv = Conversation.model_validate_json(data)
+            self.sess.collected[conv.key] = conv
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        try:
+            return (yield)
+        finally:
+            self.sess.close()
+            if not is_worker(session.config) and not session.config.option.collectonly:
+                self.sess.finish(session)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.sess.close()
+        if is_worker(session.config):
+            stats = self.sess.local_llm_stats()
+            if stats is not None:
+                session.config.workeroutput["ragdive_llm_stats"] = json.dumps(stats)  # type: ignore[attr-defined]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if is_worker(self.sess.config) or self.sess.config.option.collectonly:
+            return
+        lines = self.sess.summary_lines()
+        if not lines:
+            return
+        terminalreporter.write_sep("=", "ragdive")
+        for line in lines:
+            red = line.startswith(("ragdive gate FAILED", "ERROR")) or "REGRESSION" in line
+            green = line.startswith("ragdive gate passed")
+            terminalreporter.write_line(line, red=red, green=green, bold=red or green)
+
+
+class XdistHooks:
+    """Controller side of pytest-xdist: LLM statistics from the workers."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        self.sess = sess
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        out = getattr(node, "workeroutput", {}) or {}
+        data = out.get("ragdive_llm_stats")
+        if data:
+            self.sess.worker_llm_stats.append(json.loads(data))
+
+
+def activate(config: pytest.Config, asked: bool) -> None:
+    sess = RagdiveSession.from_pytest(config, active=asked)
+    config.stash[SESSION_KEY] = sess
+    if not sess.active:
+        return
+    config.pluginmanager.register(ActiveHooks(sess), "ragdive-active")
+    if config.pluginmanager.hasplugin("xdist") and not is_worker(config):
+        config.pluginmanager.register(XdistHooks(sess), "ragdive-xdist")

@@ -1,0 +1,180 @@
+"""Offline sources: golden single-turn cases, scripted conversations, a corpus.
+
+Each format is JSONL (one object a line) or YAML (a list of mappings, or a
+mapping with one list under ``cases``/``conversations``/``documents``).
+A malformed row raises :class:`GoldenError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..records import Conversation, Document, QuestionType, Turn
+
+
+class GoldenError(Exception):
+    """A golden data file that cannot be read; the message names file and line."""
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SingleTurnCase(_Row):
+    question_id: str
+    question: str
+    expected_answer: str = ""
+    relevant_doc_ids: list[str] = Field(default_factory=list)
+    category: str | None = None
+    difficulty: str | None = None
+    expected_citations: list[str] = Field(default_factory=list)
+    negative_assertions: list[str] = Field(default_factory=list)
+
+
+class ScriptedTurn(_Row):
+    rag_input: str
+    standalone_question: str = ""
+    ground_truth: str = ""
+    question_type: QuestionType = "Follow-up"
+    relevant_doc_ids: list[str] = Field(default_factory=list)
+    expected_citations: list[str] = Field(default_factory=list)
+    negative_assertions: list[str] = Field(default_factory=list)
+
+
+class ScriptedConversation(_Row):
+    id: str
+    title: str | None = None
+    role: str | None = None
+    document_id: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    turns: list[ScriptedTurn] = Field(min_length=1)
+
+
+def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any]]:
+    """(line, row) pairs; line is 1-based (YAML: the row's first line)."""
+    if not path.is_file():
+        raise GoldenError(f"{path}: file not found")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        out: list[tuple[int, Any]] = []
+        for no, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("//"):
+                continue
+            try:
+                out.append((no, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise GoldenError(f"{path}:{no}: invalid JSON: {e.msg}") from None
+        return out
+    if path.suffix in (".yaml", ".yml", ".json"):
+        import yaml
+
+        try:
+            node = yaml.compose(text)
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            line = f":{mark.line + 1}" if mark is not None else ""
+            raise GoldenError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+        if isinstance(data, dict):
+            key = next((k for k in list_keys if k in data), None)
+            if key is None:
+                raise GoldenError(f"{path}:1: expected a list of rows or a mapping with one of {list_keys}")
+            data = data[key]
+            node = next(v for k, v in node.value if k.value == key) if node is not None else None
+        if not isinstance(data, list):
+            raise GoldenError(f"{path}:1: expected a list of rows")
+        lines = [n.start_mark.line + 1 for n in node.value] if node is not None else [1] * len(data)
+        return list(zip(lines, data, strict=True))
+    raise GoldenError(f"{path}: unsupported format {path.suffix!r} (expected .jsonl, .yaml or .yml)")
+
+
+def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
+    out = []
+    seen: dict[str, int] = {}
+    for line, row in _rows(path, list_keys):
+        try:
+            rec = model.model_validate(row)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"]) or "row"
+            raise GoldenError(f"{path}:{line}: {loc}: {err['msg']}") from None
+        rid = getattr(rec, "question_id", None) or getattr(rec, "id", None)
+        if rid in seen:
+            raise GoldenError(f"{path}:{line}: duplicate id {rid!r} (first at line {seen[rid]})")
+        seen[str(rid)] = line
+        out.append(rec)
+    return out
+
+
+def load_single_turn(path: Path) -> list[SingleTurnCase]:
+    return _parse(path, SingleTurnCase, ("cases", "questions"))
+
+
+def load_conversations(path: Path) -> list[ScriptedConversation]:
+    return _parse(path, ScriptedConversation, ("conversations",))
+
+
+class _DocRow(_Row):
+    id: str
+    title: str = ""
+    text: str
+
+
+def load_corpus(path: Path) -> list[Document]:
+    return [Document(id=d.id, title=d.title, text=d.text) for d in _parse(path, _DocRow, ("documents", "corpus"))]
+
+
+def single_turn_conversation(case: SingleTurnCase, suite: str, run: int) -> Conversation:
+    turn = Turn(
+        index=0,
+        rag_input=case.question,
+        standalone_question=case.question,
+        ground_truth=case.expected_answer,
+        question_type="Single",
+        relevant_doc_ids=case.relevant_doc_ids,
+        expected_citations=case.expected_citations,
+        negative_assertions=case.negative_assertions,
+    )
+    return Conversation(
+        id=case.question_id,
+        suite=suite,
+        run=run,
+        source="golden_single",
+        category=case.category,
+        difficulty=case.difficulty,
+        turns=[turn],
+    )
+
+
+def scripted_conversation(conv: ScriptedConversation, suite: str, run: int, max_turns: int | None = None) -> Conversation:
+    turns = []
+    for i, t in enumerate(conv.turns[:max_turns] if max_turns else conv.turns):
+        turns.append(
+            Turn(
+                index=i,
+                rag_input=t.rag_input,
+                standalone_question=t.standalone_question or (t.rag_input if i == 0 else ""),
+                ground_truth=t.ground_truth,
+                question_type="Initial" if i == 0 else t.question_type,
+                relevant_doc_ids=t.relevant_doc_ids,
+                expected_citations=t.expected_citations,
+                negative_assertions=t.negative_assertions,
+            )
+        )
+    return Conversation(
+        id=conv.id,
+        suite=suite,
+        run=run,
+        role=conv.role,
+        source="golden",
+        document_id=conv.document_id,
+        category=conv.category,
+        difficulty=conv.difficulty,
+        turns=turns,
+        meta={"title": conv.title} if conv.title else {},
+    )
