@@ -1,0 +1,103 @@
+"""Deterministic (offline) scoring of turns and conversations.
+
+Offline scoring runs first; LLM judges (another module) may then overwrite
+the metric names they own. Scoring is idempotent: scoring a conversation twice
+leaves it as scoring it once.
+"""
+
+from __future__ import annotations
+
+from ..records import Conversation, Turn
+from .lexical import answer_f1, context_recall, correctness, exact_match, faithfulness, is_abstention, tokens
+from .multiturn import apply_forgetfulness_probe
+from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
+from .safety import citation_ok, safety_pass, violations
+
+__all__ = ["CONVERSATION_METRICS", "TURN_METRICS", "safety_failures", "score_conversation", "score_turn"]
+
+#: the turn-level metrics ``score_turn`` computes, in report order
+TURN_METRICS: tuple[str, ...] = (
+    "answer_f1",
+    "exact_match",
+    "correctness",
+    "recall_at_k",
+    "mrr",
+    "ndcg_at_k",
+    "faithfulness",
+    "context_recall",
+    "context_precision",
+    "safety_pass_rate",
+    "citation_rate",
+    "answer_attempt_rate",
+)
+#: the conversation-level metrics ``score_conversation`` adds (from multiturn.py)
+CONVERSATION_METRICS: tuple[str, ...] = ("forgetfulness", "context_retention")
+
+
+def score_turn(turn: Turn, *, k: int | None = None) -> dict[str, float | None]:
+    """Every offline turn-level metric of one turn (see ``TURN_METRICS``; None = not applicable).
+
+    All values are None when the turn was not run (``answer`` is None). The answer metrics
+    (answer_f1, exact_match, correctness, context_recall) are None without a ground truth;
+    the retrieval metrics are None without ``relevant_doc_ids`` (context_precision then
+    falls back to lexical relevance); ``k`` cuts recall_at_k and ndcg_at_k (None: all
+    retrieved documents). Nothing on the turn is changed.
+    """
+    if turn.answer is None:
+        return dict.fromkeys(TURN_METRICS)
+    answer = turn.answer
+    gt = turn.ground_truth
+    has_gt = bool(tokens(gt))
+    ids = distinct_source_ids(turn.contexts)
+    rel = turn.relevant_doc_ids
+    return {
+        "answer_f1": answer_f1(answer, gt) if has_gt else None,
+        "exact_match": exact_match(answer, gt) if has_gt else None,
+        "correctness": correctness(answer, gt) if has_gt else None,
+        "recall_at_k": recall_at_k(ids, rel, k),
+        "mrr": mrr(ids, rel),
+        "ndcg_at_k": ndcg_at_k(ids, rel, k),
+        "faithfulness": faithfulness(answer, turn.contexts),
+        "context_recall": context_recall(gt, turn.contexts) if has_gt else None,
+        "context_precision": context_precision(turn.contexts, rel, gt),
+        "safety_pass_rate": safety_pass(answer, turn.negative_assertions),
+        "citation_rate": citation_ok(turn),
+        "answer_attempt_rate": 0.0 if is_abstention(answer) else 1.0,
+    }
+
+
+def safety_failures(conv: Conversation) -> list[str]:
+    """One message per (turn, forbidden text) the conversation's answers state, e.g.
+    "turn 2: answer states forbidden text 'guaranteed refund'"."""
+    out: list[str] = []
+    for turn in conv.turns:
+        if turn.answer is None:
+            continue
+        for text in violations(turn.answer, turn.negative_assertions):
+            out.append(f"turn {turn.index}: answer states forbidden text {text!r}")
+    return out
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
+    """Score one conversation in place (idempotent).
+
+    - every turn: ``turn.scores.update(score_turn(turn, k=k))``;
+    - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
+    - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
+      out; None when every turn is None), plus forgetfulness and context_retention from the
+      forgetfulness probe (which also flags forgetful turns and sets
+      ``conv.verdicts["forgetfulness"]``).
+    """
+    for turn in conv.turns:
+        turn.scores.update(score_turn(turn, k=k))
+    for msg in safety_failures(conv):
+        if msg not in conv.failures:
+            conv.failures.append(msg)
+    for name in TURN_METRICS:
+        conv.scores[name] = _mean([t.scores.get(name) for t in conv.turns])
+    apply_forgetfulness_probe(conv)

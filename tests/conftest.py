@@ -1,0 +1,105 @@
+"""Shared fixtures: a small toy RAG project written into a pytester dir."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+# Imported here so that pytester's in-process runs, which restore sys.modules
+# after each run, never import numpy twice (its C core cannot be reloaded).
+import numpy  # noqa: F401
+
+TOY_CONFTEST = textwrap.dedent(
+    '''
+    import os
+    import pytest
+    from pytest_ragdive import Context, TargetResponse
+
+    DOCS = {
+        "sky": "The sky is blue on a clear day.",
+        "grass": "Grass is green in spring.",
+        "snow": "Snow is white and cold.",
+    }
+
+    def bot(messages):
+        if os.environ.get("TOY_RAISE_ON") and os.environ["TOY_RAISE_ON"] in messages[-1]["content"]:
+            raise RuntimeError("toy bot exploded")
+        users = [m["content"].lower() for m in messages if m["role"] == "user"]
+        # healthy: look at the whole history; broken: only the last message
+        text = users[-1] if os.environ.get("TOY_FORGET") else " ".join(users)
+        last = users[-1]
+        hits = [d for d in DOCS if d in last] or [d for d in DOCS if d in text]
+        if not hits:
+            return TargetResponse(answer="I don't know.")
+        doc = hits[-1]
+        answer = DOCS[doc]
+        if os.environ.get("TOY_UNSAFE"):
+            answer += " Refunds are guaranteed."
+        return TargetResponse(answer=answer, contexts=[Context(id=doc + "#0", doc_id=doc, text=DOCS[doc])])
+
+    @pytest.fixture(scope="session")
+    def ragdive_target():
+        return bot
+    '''
+)
+
+SINGLE = [
+    {"question_id": "q-sky", "question": "What colour is the sky?", "expected_answer": "blue", "relevant_doc_ids": ["sky"],
+     "negative_assertions": ["guaranteed"]},
+    {"question_id": "q-grass", "question": "What colour is grass?", "expected_answer": "green", "relevant_doc_ids": ["grass"]},
+    {"question_id": "q-snow", "question": "Is snow cold?", "expected_answer": "white and cold", "relevant_doc_ids": ["snow"]},
+]
+
+CONVS = """
+- id: c-colours
+  turns:
+    - rag_input: Tell me about snow.
+      ground_truth: Snow is white and cold.
+      relevant_doc_ids: [snow]
+    - rag_input: What colour is it?
+      standalone_question: What colour is snow?
+      ground_truth: white
+      question_type: Follow-up
+      relevant_doc_ids: [snow]
+- id: c-grass
+  turns:
+    - rag_input: Tell me about grass.
+      ground_truth: Grass is green in spring.
+      relevant_doc_ids: [grass]
+    - rag_input: When is it green?
+      standalone_question: When is grass green?
+      ground_truth: in spring
+      question_type: Follow-up
+      relevant_doc_ids: [grass]
+"""
+
+PYPROJECT = """
+[tool.ragdive]
+report_dir = "report"
+{extra}
+[tool.ragdive.gate]
+correctness = 0.05
+forgetfulness = 0.0
+safety_pass_rate = 0
+[tool.ragdive.suites.core]
+single_turn = ["data/single.jsonl"]
+conversations = ["data/convs.yaml"]
+"""
+
+
+@pytest.fixture
+def toy(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for var in ("TOY_FORGET", "TOY_RAISE_ON", "TOY_UNSAFE", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makeconftest(TOY_CONFTEST)
+    data = pytester.mkdir("data")
+    (data / "single.jsonl").write_text("\n".join(json.dumps(r) for r in SINGLE) + "\n")
+    (data / "convs.yaml").write_text(CONVS)
+    pytester.makefile(".toml", pyproject=PYPROJECT.format(extra=""))
+    return pytester
+
+
+def results(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "report" / "results.json").read_text())

@@ -1,0 +1,233 @@
+from __future__ import annotations
+
+import pytest
+
+from pytest_ragdive.metrics.lexical import (
+    answer_f1,
+    citation_markers,
+    content_tokens,
+    context_recall,
+    correctness,
+    exact_match,
+    faithfulness,
+    is_abstention,
+    is_unanswerable,
+    normalize_answer,
+    split_sentences,
+    strip_citations,
+)
+from pytest_ragdive.records import Context
+
+# ---------------------------------------------------------------- normalisation
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The  Cat, sat!", "cat sat"),
+        ("An apple a day", "apple day"),
+        ("Don't   PANIC.\n", "dont panic"),
+        ("theatre anthem", "theatre anthem"),  # articles only as whole words
+        ("“Quoted” — text…", "quoted text"),
+        ("", ""),
+    ],
+)
+def test_normalize_answer(text: str, expected: str) -> None:
+    assert normalize_answer(text) == expected
+
+
+def test_content_tokens_drop_stopwords_keep_negation_and_numbers() -> None:
+    assert content_tokens("The refund is NOT issued within 30 days to you.") == [
+        "refund",
+        "not",
+        "issued",
+        "within",
+        "30",
+        "days",
+    ]
+
+
+def test_split_sentences() -> None:
+    text = "Returns take 30 days. E.g. shoes, e.g. hats! Is it 2.5 kg? Yes.\n- first bullet\n\n- second"
+    assert split_sentences(text) == [
+        "Returns take 30 days.",
+        "E.g. shoes, e.g. hats!",
+        "Is it 2.5 kg?",
+        "Yes.",
+        "- first bullet",
+        "- second",
+    ]
+
+
+def test_citation_markers_and_strip() -> None:
+    text = "Refunds take 5 days [doc-1]. See [kb/2, kb/3] and [a link](http://x.example)."
+    assert citation_markers(text) == ["doc-1", "kb/2", "kb/3"]
+    assert "doc-1" not in strip_citations(text)
+    assert "[a link]" in strip_citations(text)
+
+
+# ---------------------------------------------------------------- F1 / EM
+
+
+def test_answer_f1_hand_computed() -> None:
+    # pred: cat sat on mat (4), gold: cat sat (2); common 2 -> P=1/2, R=1, F1=2/3
+    assert answer_f1("The cat sat on the mat", "the cat sat") == pytest.approx(2 / 3)
+    # pred: cat sat (2), gold: cat sat down (3), P=1, R=2/3 -> F1 = 0.8
+    assert answer_f1("the cat sat", "a cat sat down") == pytest.approx(0.8)
+
+
+def test_answer_f1_counts_duplicates_as_multiset() -> None:
+    # pred: "red red" vs gold "red blue": common = min(2,1) = 1, P=1/2, R=1/2, F1=1/2
+    assert answer_f1("red red", "red blue") == pytest.approx(0.5)
+
+
+def test_answer_f1_edge_cases() -> None:
+    assert answer_f1("", "") == 1.0
+    assert answer_f1("", "something") == 0.0
+    assert answer_f1("banana", "apple") == 0.0
+    # citation markers are not answer content
+    assert answer_f1("Thirty days [doc-7]", "thirty days") == 1.0
+
+
+def test_exact_match() -> None:
+    assert exact_match("The Answer!", "answer") == 1.0
+    assert exact_match("the answer is", "answer") == 0.0
+
+
+def test_f1_and_em_on_unanswerable_reward_abstention() -> None:
+    assert answer_f1("I don't know.", "Not answerable from the document") == 1.0
+    assert exact_match("I can't find that in the help centre.", "Not answerable") == 1.0
+    assert answer_f1("It is 30 days.", "Not answerable") == 0.0
+
+
+# ---------------------------------------------------------------- abstention
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "",
+        "   ",
+        "I can't find that in the help centre.",
+        "Sorry! I couldn't find anything about that.",
+        "I don't know.",
+        "I don’t have any information about that.",
+        "That is not in the help centre.",
+        "This isn't covered in the provided documents.",
+        "I cannot answer that question.",
+        "The documents don't mention shipping to Mars.",
+        "I'm unable to find that [doc-1].",
+        "Not answerable.",
+        "Sorry!",  # only fillers: no answer at all
+        "[doc-1]",  # only a citation marker
+    ],
+)
+def test_is_abstention_true(answer: str) -> None:
+    assert is_abstention(answer) is True
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Refunds are processed within 5 business days.",
+        "We cannot provide refunds on opened items.",
+        "The return window is 30 days. I can't find anything about exchanges.",
+        "No.",
+    ],
+)
+def test_is_abstention_false(answer: str) -> None:
+    assert is_abstention(answer) is False
+
+
+def test_is_unanswerable() -> None:
+    assert is_unanswerable("Not answerable: the document does not say.")
+    assert is_unanswerable("  NOT ANSWERABLE")
+    assert not is_unanswerable("It is not answerable by phone, only by email.")
+    assert not is_unanswerable("")
+
+
+# ---------------------------------------------------------------- correctness
+
+GT = "Refunds are issued within 14 days to the original payment method."
+# GT content tokens: refunds issued within 14 days original payment method (8)
+
+
+def test_correctness_threshold_is_inclusive() -> None:
+    # 5 of 8 = 62.5% -> correct
+    assert correctness("Refunds issued within 14 days.", GT) == 1.0
+    # 4 of 8 = 50% -> wrong
+    assert correctness("Refunds within 14 days.", GT) == 0.0
+    # exactly 60%: 3 of 5
+    assert correctness("alpha beta gamma", "alpha beta gamma delta epsilon") == 1.0
+    assert correctness("alpha beta", "alpha beta gamma delta epsilon") == 0.0
+
+
+def test_correctness_abstention_and_unanswerable() -> None:
+    # an abstention that happens to repeat the question's words is still wrong
+    assert correctness("I can't find refunds issued within 14 days original payment method.", GT) == 0.0
+    assert correctness("I don't know.", "Not answerable") == 1.0
+    assert correctness("", "Not answerable") == 1.0
+    assert correctness("Refunds take 14 days.", "Not answerable") == 0.0
+
+
+def test_correctness_none_without_ground_truth() -> None:
+    assert correctness("anything", "") is None
+
+
+def test_correctness_stopword_only_ground_truth_uses_all_tokens() -> None:
+    assert correctness("Yes, you can.", "you can") == 1.0
+    assert correctness("Maybe later.", "you can") == 0.0
+
+
+# ---------------------------------------------------------------- faithfulness
+
+CTX = [
+    Context(id="c1", text="Refunds are issued within 14 days to the original payment method."),
+    Context(id="c2", text="Shipping to Canada costs 10 dollars and takes a week."),
+]
+
+
+def test_faithfulness_share_of_grounded_sentences() -> None:
+    answer = (
+        "Refunds are issued within 14 days. "  # grounded in c1
+        "Shipping to Canada costs 10 dollars. "  # grounded in c2
+        "Gift cards never expire."  # not grounded
+    )
+    assert faithfulness(answer, CTX) == pytest.approx(2 / 3)
+
+
+def test_faithfulness_needs_one_single_context() -> None:
+    # content tokens: refunds issued canada costs dollars (5); c1 holds 2, c2 holds 3 -> 3/5 = 60% grounded
+    assert faithfulness("Refunds issued Canada costs dollars.", CTX) == 1.0
+    # refunds issued within canada costs dollars week (7): c1 holds 3, c2 holds 4 -> 4/7 < 60%,
+    # though the union holds all 7
+    assert faithfulness("Refunds issued within Canada costs dollars week.", CTX) == 0.0
+
+
+def test_faithfulness_accepts_strings_and_strips_citations() -> None:
+    assert faithfulness("Refunds are issued within 14 days [c1].", [c.text for c in CTX]) == 1.0
+
+
+def test_faithfulness_none_and_zero_cases() -> None:
+    assert faithfulness("I can't find that in the help centre.", CTX) is None
+    assert faithfulness("", CTX) is None
+    assert faithfulness("Refunds are issued within 14 days.", []) == 0.0
+
+
+# ---------------------------------------------------------------- context recall
+
+
+def test_context_recall() -> None:
+    # GT content tokens: 8; c2 holds none of them, c1 all
+    assert context_recall(GT, CTX) == 1.0
+    assert context_recall(GT, CTX[1:]) == 0.0
+    # "refunds issued within 14 days shipping canada" -> c1 covers 5, c2 covers 2 (union 7 of 7)
+    assert context_recall("Refunds issued within 14 days, shipping to Canada.", CTX) == 1.0
+    # 5 of 6 tokens: "gift" missing
+    assert context_recall("Gift refunds issued within 14 days.", CTX) == pytest.approx(5 / 6)
+
+
+def test_context_recall_none_cases() -> None:
+    assert context_recall("", CTX) is None
+    assert context_recall("Not answerable", CTX) is None
+    assert context_recall(GT, []) == 0.0
