@@ -6,7 +6,6 @@ is global.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import sys
 from pathlib import Path
@@ -17,11 +16,11 @@ import pytest
 from . import __version__
 from .baseline import BaselineError, GateRow, build_baseline, check, load_baseline, write_baseline
 from .config import ConfigError, RagdiveConfig, find_config_file, load_config
+from .pipeline import Pipeline
 from .planning import Plan, plan_all
 from .plugin import FLAGS
-from .records import Baseline, Conversation, Document, SuiteResult
-from .runner import BackgroundLoop, probe_standalone, record_error, run_scripted
-from .sources.golden import GoldenError, load_corpus
+from .records import Baseline, Conversation, SuiteResult
+from .sources.golden import GoldenError
 from .target import AsyncTarget, TargetError, as_async, load_target
 
 SESSION_KEY = pytest.StashKey["RagdiveSession"]()
@@ -65,16 +64,12 @@ class RagdiveSession:
         self.notes: list[str] = []
         self.baseline: Baseline | None = None
         self._plans: list[Plan] | None = None
-        self._loop: BackgroundLoop | None = None
-        self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
+        self.pipeline = Pipeline(cfg)
         self._target: AsyncTarget | None = None
         self._prefetched = False
-        self._documents: dict[str, Document] | None = None
-        self._llm: Any = None
         self.collected: dict[str, Conversation] = {}
         self.results: dict[str, SuiteResult] = {}
         self.gate_rows: list[GateRow] | None = None
-        self.fatal: list[str] = []
         self.worker_llm_stats: list[dict[str, Any]] = []
         self.written: list[Path] = []
         self.baseline_written: Path | None = None
@@ -159,16 +154,9 @@ class RagdiveSession:
                 raise pytest.UsageError(f"ragdive golden data error: {e}") from None
         return self._plans
 
-    def documents(self) -> dict[str, Document]:
-        if self._documents is None:
-            docs: dict[str, Document] = {}
-            if self.cfg.corpus:
-                try:
-                    docs = {d.id: d for d in load_corpus(self.cfg.path(self.cfg.corpus))}
-                except GoldenError as e:
-                    raise pytest.UsageError(f"ragdive corpus error: {e}") from None
-            self._documents = docs
-        return self._documents
+    @property
+    def fatal(self) -> list[str]:
+        return self.pipeline.fatal
 
     def default_target(self) -> Any:
         if not self.cfg.target:
@@ -181,25 +169,6 @@ class RagdiveSession:
         return load_target(self.cfg.target)
 
     # -- running ------------------------------------------------------------
-    def _ensure_loop(self) -> BackgroundLoop:
-        if self._loop is None:
-            self._loop = BackgroundLoop(self.cfg.concurrency)
-        return self._loop
-
-    def llm_client(self) -> Any:
-        if self._llm is None:
-            from .llm import LLMClient
-
-            self._llm = LLMClient.from_config(self.cfg)
-        return self._llm
-
-    def _submit(self, plan: Plan, target: AsyncTarget) -> concurrent.futures.Future[Conversation]:
-        fut = self._futures.get(plan.key)
-        if fut is None:
-            fut = self._ensure_loop().submit(lambda: self._run_plan(plan, target))
-            self._futures[plan.key] = fut
-        return fut
-
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
         """Run (or fetch the prefetched run of) one planned conversation."""
         if self._target is None:
@@ -213,69 +182,8 @@ class RagdiveSession:
 
             for it in item.session.items:
                 if isinstance(it, RagdiveItem):
-                    self._submit(it.plan, atarget)
-        return self._submit(plan, atarget).result()
-
-    async def _run_plan(self, plan: Plan, target: AsyncTarget) -> Conversation:
-        cfg = self.cfg
-        if plan.kind == "generated":
-            conv = await self._run_generated(plan, target)
-            if conv.error is None and cfg.forgetfulness_probe and len(conv.turns) > 1:
-                await probe_standalone(conv, target)
-        else:
-            assert plan.template is not None
-            conv = plan.template.model_copy(deep=True)
-            await run_scripted(conv, target, probe=cfg.forgetfulness_probe)
-        if conv.error is None:
-            from .metrics.offline import score_conversation
-
-            score_conversation(conv)
-            if cfg.llm_enabled():
-                await self._judge(conv)
-        return conv
-
-    async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
-        from .sources.generator import GeneratedSpec, run_generated
-        from .sources.roles import load_roles
-
-        sc = self.cfg.suites[plan.suite]
-        assert sc.generated is not None and plan.spec is not None
-        spec = GeneratedSpec.model_validate(plan.spec)
-        extra_dirs = [str(Path(self.cfg.base_dir) / "roles")]
-        try:
-            role = load_roles([spec.role], extra_dirs=extra_dirs)[0]
-            corpus_path = sc.generated.corpus or self.cfg.corpus
-            assert corpus_path is not None
-            docs = {d.id: d for d in load_corpus(self.cfg.path(corpus_path))}
-            return await run_generated(spec, docs[spec.document_id], role, target, self.llm_client(), sc.generated, plan.run)
-        except Exception as exc:  # noqa: BLE001 - recorded on the conversation
-            conv = Conversation(id=plan.conv_id, suite=plan.suite, run=plan.run, source="generated", role=spec.role,
-                                document_id=spec.document_id)
-            record_error(conv, exc, "generation")
-            self._note_fatal(exc)
-            return conv
-
-    async def _judge(self, conv: Conversation) -> None:
-        try:
-            if self.cfg.judge_backend == "ragas":
-                from .metrics.ragas_backend import judge_conversation_ragas
-
-                await judge_conversation_ragas(conv, self.llm_client(), self.cfg, self.documents())
-            else:
-                from .metrics.judged import judge_conversation
-
-                await judge_conversation(conv, self.llm_client(), self.cfg, self.documents())
-        except Exception as exc:  # noqa: BLE001
-            record_error(conv, exc, "judging")
-            self._note_fatal(exc)
-
-    def _note_fatal(self, exc: BaseException) -> None:
-        """Budget and replay-only cache misses end the run with one clear message."""
-        name = type(exc).__name__
-        if name in ("BudgetExceeded", "CacheMissError", "LLMConfigError", "RagasNotInstalled"):
-            msg = f"{name}: {exc}"
-            if msg not in self.fatal:
-                self.fatal.append(msg)
+                    self.pipeline.submit(it.plan, atarget)
+        return self.pipeline.submit(plan, atarget).result()
 
     def fail_if_broken(self, conv: Conversation) -> None:
         if conv.error:
@@ -285,21 +193,11 @@ class RagdiveSession:
             pytest.fail("safety violation (zero tolerance):\n" + "\n".join(conv.failures), pytrace=False)
 
     def close(self) -> None:
-        if self._loop is not None:
-            if self._llm is not None and hasattr(self._llm, "aclose"):
-                try:
-                    self._loop.run(self._llm.aclose())
-                except Exception:  # noqa: BLE001
-                    pass
-            self._loop.close()
-            self._loop = None
+        self.pipeline.close()
 
     # -- llm statistics -----------------------------------------------------
     def local_llm_stats(self) -> dict[str, Any] | None:
-        if self._llm is None:
-            return None
-        stats = self._llm.stats
-        return stats.model_dump(mode="json") if hasattr(stats, "model_dump") else None
+        return self.pipeline.llm_stats()
 
     def merged_llm_stats(self) -> Any:
         dumps = list(self.worker_llm_stats)

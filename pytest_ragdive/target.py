@@ -38,6 +38,8 @@ def coerce_response(value: Any) -> TargetResponse:
         return TargetResponse(answer=value)
     if isinstance(value, dict):
         return TargetResponse.model_validate(value)
+    if hasattr(value, "model_dump"):  # a TargetResponse-like pydantic model
+        return TargetResponse.model_validate(value.model_dump())
     raise TargetError(f"target returned {type(value).__name__}, expected TargetResponse, dict or str")
 
 

@@ -11,6 +11,15 @@ import pytest
 # after each run, never import numpy twice (its C core cannot be reloaded).
 import numpy  # noqa: F401
 
+# Likewise the plugin's own modules: loaded once, so classes compared with
+# isinstance/except are the same objects in every in-process run.
+import pytest_ragdive.aggregate  # noqa: F401
+import pytest_ragdive.api  # noqa: F401
+import pytest_ragdive.items  # noqa: F401
+import pytest_ragdive.metrics.offline  # noqa: F401
+import pytest_ragdive.report  # noqa: F401
+import pytest_ragdive.session  # noqa: F401
+
 TOY_CONFTEST = textwrap.dedent(
     '''
     import os

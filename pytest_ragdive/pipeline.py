@@ -1,0 +1,145 @@
+"""One planned conversation from start to scores: run it against the target
+(scripted or generated), probe stand-alone answers, score offline, then judge
+with the LLM when a model is configured. Shared by the pytest session and
+:func:`pytest_ragdive.run_suite`."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+from typing import Any
+
+from .config import RagdiveConfig
+from .planning import Plan
+from .records import Conversation, Document
+from .runner import BackgroundLoop, probe_standalone, record_error, run_scripted
+from .sources.golden import load_corpus
+from .target import AsyncTarget
+
+FATAL_ERRORS = ("BudgetExceeded", "CacheMissError", "LLMConfigError", "RagasNotInstalled")
+
+
+class Pipeline:
+    """Runs plans on a background event loop; holds the LLM client and corpus."""
+
+    def __init__(self, cfg: RagdiveConfig) -> None:
+        self.cfg = cfg
+        self.fatal: list[str] = []
+        self._loop: BackgroundLoop | None = None
+        self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
+        self._documents: dict[str, Document] | None = None
+        self._llm: Any = None
+
+    # -- shared resources ---------------------------------------------------
+    def documents(self) -> dict[str, Document]:
+        """The configured corpus by id (raises GoldenError on a bad file)."""
+        if self._documents is None:
+            self._documents = {d.id: d for d in load_corpus(self.cfg.path(self.cfg.corpus))} if self.cfg.corpus else {}
+        return self._documents
+
+    def llm_client(self) -> Any:
+        if self._llm is None:
+            from .llm import LLMClient
+
+            self._llm = LLMClient.from_config(self.cfg)
+        return self._llm
+
+    @property
+    def llm_used(self) -> bool:
+        return self._llm is not None
+
+    def llm_stats(self) -> dict[str, Any] | None:
+        if self._llm is None:
+            return None
+        stats = self._llm.stats
+        return stats.model_dump(mode="json") if hasattr(stats, "model_dump") else None
+
+    # -- scheduling ---------------------------------------------------------
+    def submit(self, plan: Plan, target: AsyncTarget) -> concurrent.futures.Future[Conversation]:
+        """Start a plan (once; later calls return the same future)."""
+        fut = self._futures.get(plan.key)
+        if fut is None:
+            if self._loop is None:
+                self._loop = BackgroundLoop(self.cfg.concurrency)
+            fut = self._loop.submit(lambda: self.run_plan(plan, target))
+            self._futures[plan.key] = fut
+        return fut
+
+    def close(self) -> None:
+        if self._loop is not None:
+            if self._llm is not None and hasattr(self._llm, "aclose"):
+                try:
+                    self._loop.run(self._llm.aclose())
+                except Exception:  # noqa: BLE001 - best effort at shutdown
+                    pass
+            self._loop.close()
+            self._loop = None
+
+    # -- one conversation ---------------------------------------------------
+    async def run_plan(self, plan: Plan, target: AsyncTarget) -> Conversation:
+        cfg = self.cfg
+        if plan.kind == "generated":
+            conv = await self._run_generated(plan, target)
+            if conv.error is None and cfg.forgetfulness_probe and len(conv.turns) > 1:
+                await probe_standalone(conv, target)
+        else:
+            assert plan.template is not None
+            conv = plan.template.model_copy(deep=True)
+            await run_scripted(conv, target, probe=cfg.forgetfulness_probe)
+        if conv.error is None:
+            from .metrics.offline import score_conversation
+
+            score_conversation(conv)
+            if cfg.llm_enabled():
+                await self._judge(conv)
+        return conv
+
+    async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
+        from .sources.generator import GeneratedSpec, run_generated
+        from .sources.roles import load_roles
+
+        sc = self.cfg.suites[plan.suite]
+        assert sc.generated is not None and plan.spec is not None
+        spec = GeneratedSpec.model_validate(plan.spec)
+        try:
+            role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
+            corpus_path = sc.generated.corpus or self.cfg.corpus
+            assert corpus_path is not None
+            docs = {d.id: d for d in load_corpus(self.cfg.path(corpus_path))}
+            return await run_generated(
+                spec, docs[spec.document_id], role, target, self.llm_client(), sc.generated, plan.run
+            )
+        except Exception as exc:  # noqa: BLE001 - recorded on the conversation
+            conv = Conversation(
+                id=plan.conv_id,
+                suite=plan.suite,
+                run=plan.run,
+                source="generated",
+                role=spec.role,
+                document_id=spec.document_id,
+            )
+            record_error(conv, exc, "generation")
+            self._note_fatal(exc)
+            return conv
+
+    async def _judge(self, conv: Conversation) -> None:
+        try:
+            if self.cfg.judge_backend == "ragas":
+                from .metrics.ragas_backend import judge_conversation_ragas
+
+                await judge_conversation_ragas(conv, self.llm_client(), self.cfg, self.documents())
+            else:
+                from .metrics.judged import judge_conversation
+
+                await judge_conversation(conv, self.llm_client(), self.cfg, self.documents())
+        except Exception as exc:  # noqa: BLE001 - recorded on the conversation
+            record_error(conv, exc, "judging")
+            self._note_fatal(exc)
+
+    def _note_fatal(self, exc: BaseException) -> None:
+        """Budget exhaustion and replay-only cache misses end the run with one clear message."""
+        name = type(exc).__name__
+        if name in FATAL_ERRORS:
+            msg = f"{name}: {exc}"
+            if msg not in self.fatal:
+                self.fatal.append(msg)

@@ -1,0 +1,43 @@
+"""A dormant plugin costs nothing and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+HEAVY = ("litellm", "ragas", "numpy", "diskcache", "junit_xml", "pydantic", "yaml")
+
+
+def test_dormant_plugin_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_probe=f"""
+        import sys
+        def test_modules():
+            loaded = [m for m in {HEAVY!r} if m in sys.modules]
+            assert loaded == [], loaded
+            assert "pytest_ragdive.plugin" in sys.modules
+        """
+    )
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:anyio")
+    res.assert_outcomes(passed=1)
+
+
+def test_dormant_plugin_adds_no_items(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".toml", pyproject="[tool.ragdive.suites.core]\nsingle_turn = ['missing.jsonl']\n"
+    )
+    pytester.makepyfile(test_a="def test_a(): pass")
+    res = pytester.runpytest()
+    res.assert_outcomes(passed=1)
+    assert "ragdive" not in res.stdout.str().split("short test summary")[0].split("passed")[-1]
+
+
+def test_options_are_registered(pytester: pytest.Pytester) -> None:
+    res = pytester.runpytest("--help")
+    res.stdout.fnmatch_lines(["*--ragdive-baseline=PATH*", "*--ragdive-suite=*", "*--ragdive-record-mode=*"])
+
+
+def test_autorun_activates(toy: pytest.Pytester) -> None:
+    from conftest import PYPROJECT
+
+    toy.makefile(".toml", pyproject=PYPROJECT.format(extra="autorun = true"))
+    toy.runpytest().assert_outcomes(passed=5)
