@@ -102,6 +102,7 @@ class RagdiveSession:
                 f"ragdive config error in {cfg.source}: suite {cfg.suite!r} selected but not configured "
                 f"(configured: {', '.join(cfg.suites)})"
             )
+        self.plans()  # golden data errors are usage errors, reported before collection
         if cfg.update_baseline and not cfg.baseline:
             raise pytest.UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
         if cfg.baseline and not cfg.update_baseline:
@@ -350,9 +351,24 @@ class ActiveHooks:
         if isinstance(collector, pytest.Directory):
             self.dirs[collector.path] = collector
 
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        """The config file itself collects the conversations when pytest walks it."""
+        if file_path != self.sess.config_file:
+            return None
+        from .items import RagdiveModule
+
+        module = RagdiveModule.from_parent(parent, path=file_path)
+        module.plans = self.sess.plans()
+        return module
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-        from .items import build_items
+        """When pytest did not walk the config file (other paths or testpaths were
+        given), add the conversations after the collected tests."""
+        from .items import RagdiveItem, build_items
+
+        if any(isinstance(i, RagdiveItem) for i in items):
+            return
 
         anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
         items.extend(build_items(session, anchor, self.sess.plans(), self.dirs))
