@@ -1,0 +1,99 @@
+"""User roles (personas) of the Conversation Generator, kept as YAML data files.
+
+A role file holds one mapping::
+
+    name: referrer            # optional; defaults to the file's stem
+    description: one line for reports
+    instructions: the persona text put into the generator's prompt
+
+The built-in library lives in ``pytest_ragdive/roles/`` (``default``,
+``referrer``, ``confused``, ``verbose``). Users add or override roles with
+files in extra directories (typically a ``roles/`` directory beside their
+config); a later directory wins over an earlier one and over the built-ins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+BUILTIN_ROLE_DIR = Path(__file__).resolve().parent.parent / "roles"
+ROLE_SUFFIXES = (".yaml", ".yml")
+
+
+class RoleError(Exception):
+    """An unknown role or a role file that cannot be read; one-line message."""
+
+
+class Role(BaseModel):
+    """One simulated user persona."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    instructions: str = Field(min_length=1)
+
+
+def _role_files(dirs: Iterable[Path]) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        for p in sorted(d.iterdir()):
+            if p.suffix in ROLE_SUFFIXES and p.is_file():
+                found[p.stem] = p
+    return found
+
+
+def _search_dirs(extra_dirs: Iterable[str | Path]) -> list[Path]:
+    dirs = [BUILTIN_ROLE_DIR]
+    for d in extra_dirs:
+        p = Path(d).expanduser()
+        if p.exists() and not p.is_dir():
+            raise RoleError(f"role directory {p} is not a directory")
+        dirs.append(p)
+    return dirs
+
+
+def available_roles(extra_dirs: Iterable[str | Path] = ()) -> dict[str, Path]:
+    """Role name -> file, built-ins first, extra directories overriding them."""
+    return _role_files(_search_dirs(extra_dirs))
+
+
+def load_role_file(path: Path) -> Role:
+    """Read one role file; the name defaults to the file's stem and must match it."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise RoleError(f"role file {path}: cannot read: {' '.join(str(e).split())}") from None
+    if not isinstance(data, dict):
+        raise RoleError(f"role file {path}: expected a mapping with 'instructions', got {type(data).__name__}")
+    data.setdefault("name", path.stem)
+    if data["name"] != path.stem:
+        raise RoleError(f"role file {path}: name {data['name']!r} does not match the file name {path.stem!r}")
+    try:
+        return Role.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        key = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        raise RoleError(f"role file {path}: key {key!r}: {first['msg']}") from None
+
+
+def load_roles(names: Iterable[str], extra_dirs: Iterable[str | Path] = ()) -> list[Role]:
+    """The roles named, in order; an unknown name raises :class:`RoleError` listing the available ones."""
+    files = available_roles(extra_dirs)
+    names = list(names)
+    if not names:
+        raise RoleError("no roles selected: give at least one role name")
+    out: list[Role] = []
+    for name in names:
+        path = files.get(name)
+        if path is None:
+            raise RoleError(f"unknown role {name!r}, available roles: {', '.join(sorted(files)) or '(none)'}")
+        out.append(load_role_file(path))
+    return out
