@@ -29,6 +29,7 @@ class Pipeline:
         self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
         self._documents: dict[str, Document] | None = None
         self._llm: Any = None
+        self._corpora: dict[str, dict[str, Document]] = {}
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -36,6 +37,13 @@ class Pipeline:
         if self._documents is None:
             self._documents = {d.id: d for d in load_corpus(self.cfg.path(self.cfg.corpus))} if self.cfg.corpus else {}
         return self._documents
+
+    def _corpus(self, path: str) -> dict[str, Document]:
+        """A generated suite's corpus by id, read once per path."""
+        key = str(self.cfg.path(path))
+        if key not in self._corpora:
+            self._corpora[key] = {d.id: d for d in load_corpus(Path(key))}
+        return self._corpora[key]
 
     def llm_client(self) -> Any:
         if self._llm is None:
@@ -105,7 +113,7 @@ class Pipeline:
             role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
             corpus_path = sc.generated.corpus or self.cfg.corpus
             assert corpus_path is not None
-            docs = {d.id: d for d in load_corpus(self.cfg.path(corpus_path))}
+            docs = self._corpus(corpus_path)
             return await run_generated(
                 spec, docs[spec.document_id], role, target, self.llm_client(), sc.generated, plan.run
             )

@@ -82,6 +82,12 @@ def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:
     corpus_path = sc.generated.corpus or cfg.corpus
     if not corpus_path:
         raise golden.GoldenError(f"suite {suite!r}: generated conversations need a corpus (corpus = ... in the config)")
+    from .sources.roles import RoleError, load_roles
+
+    try:
+        load_roles(sc.generated.roles, extra_dirs=[cfg.path("roles")])
+    except RoleError as e:
+        raise golden.GoldenError(f"suite {suite!r}: {e}") from None
     corpus = golden.load_corpus(cfg.path(corpus_path))
     return [s.model_dump(mode="json") for s in plan_generated(sc.generated, corpus, suite)]
 

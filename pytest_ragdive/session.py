@@ -102,6 +102,14 @@ class RagdiveSession:
                 f"ragdive config error in {cfg.source}: suite {cfg.suite!r} selected but not configured "
                 f"(configured: {', '.join(cfg.suites)})"
             )
+        if cfg.llm_enabled() and cfg.judge_backend == "ragas":
+            import importlib.util
+
+            if importlib.util.find_spec("ragas") is None:
+                raise pytest.UsageError(
+                    "judge_backend = 'ragas' needs ragas: pip install 'pytest-ragdive[ragas]' "
+                    "(or set judge_backend = 'builtin')"
+                )
         self.plans()  # golden data errors are usage errors, reported before collection
         if cfg.update_baseline and not cfg.baseline:
             raise pytest.UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
@@ -269,23 +277,46 @@ class RagdiveSession:
             )
 
     def _extra_reports(self, convs: list[Conversation]) -> dict[str, Any]:
-        """Per-source statistics (validation counts, diversity) where available."""
+        """Generated conversations: validator counts and diversity per suite, and
+        an export in the RAG-DIVE reference format."""
         out: dict[str, Any] = {}
-        gen = [c for c in convs if c.source == "generated" and c.error is None]
-        if gen:
-            try:
-                from .diversity import diversity_by_turn
-                from .sources.validator import ValidationStats
+        if any("judge_calls" in c.meta for c in convs):
+            from .metrics.judged import total_judge_calls
 
-                total = ValidationStats()
-                for c in gen:
-                    if "validation" in c.meta:
-                        total = total.merge(ValidationStats.model_validate(c.meta["validation"]))
-                out["validation"] = total.model_dump(mode="json")
-                out["diversity"] = {s: diversity_by_turn([c for c in gen if c.suite == s]) for s in {c.suite for c in gen}}
-            except ImportError:
-                pass
+            out["judge_calls"] = total_judge_calls(convs)
+        gen = [c for c in convs if c.source == "generated"]
+        if not gen:
+            return out
+        from .diversity import diversity_by_turn
+        from .sources.ragdive_format import write_ragdive
+        from .sources.validator import ValidationStats
+
+        out["validation"] = {}
+        out["diversity"] = {}
+        for suite in sorted({c.suite for c in gen}):
+            mine = [c for c in gen if c.suite == suite]
+            out["validation"][suite] = ValidationStats.from_conversations(mine).model_dump(mode="json")
+            out["diversity"][suite] = {str(k): v for k, v in diversity_by_turn([c for c in mine if c.error is None]).items()}
+            if self.cfg.report_dir:
+                sc = self.cfg.suites[suite]
+                corpus = sc.generated.corpus if sc.generated and sc.generated.corpus else self.cfg.corpus
+                docs = self.pipeline._corpus(corpus) if corpus else {}
+                write_ragdive(self.cfg.path(self.cfg.report_dir) / f"ragdive_{suite}.json", mine, docs)
         return out
+
+    def validation_lines(self) -> list[str]:
+        gen = [c for c in self.collected.values() if c.source == "generated"]
+        if not gen:
+            return []
+        from .sources.validator import ValidationStats
+
+        st = ValidationStats.from_conversations(gen)
+        checks = ", ".join(f"{k} {v}" for k, v in sorted(st.by_check.items()) if v) or "none"
+        return [
+            f"generated: {len(gen)} conversation(s), {st.turns} turn(s); validator rejected {st.invalid} of "
+            f"{st.candidates} candidate turn(s) (regenerated {st.regenerations}, recovered {st.recovered}, "
+            f"dropped {st.dropped}, flagged {st.flagged}); failed checks: {checks}"
+        ]
 
     def summary_lines(self) -> list[str]:
         from .report import gate_lines, metrics_lines
@@ -317,6 +348,16 @@ class RagdiveSession:
             lines.append("no baseline given: metrics shown, nothing gated (use --ragdive-baseline=PATH)")
         if self.baseline_written is not None:
             lines.append(f"baseline written to {self.baseline_written}")
+        lines += self.validation_lines()
+        if any("judge_calls" in c.meta for c in self.collected.values()):
+            from .metrics.judged import total_judge_calls
+
+            jc = total_judge_calls(self.collected.values())
+            per_model = ", ".join(f"{m}: {n}" for m, n in sorted(jc.get("by_model", {}).items()))
+            lines.append(
+                f"judge calls: {jc.get('turn', 0)} per-turn + {jc.get('conversation', 0)} per-conversation "
+                f"(re-judged by the cascade: {jc.get('rejudged', 0)}; by model: {per_model or 'none'})"
+            )
         stats = self.merged_llm_stats()
         if stats is not None and hasattr(stats, "summary_lines"):
             lines.append("")
