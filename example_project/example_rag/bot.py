@@ -1,0 +1,150 @@
+"""The help-centre chatbot: history policy -> BM25 retrieval -> answer.
+
+Configuration comes from environment variables read when the bot is built
+(the defaults are the healthy configuration):
+
+==========================  =========  ==============================================
+variable                    default    meaning
+==========================  =========  ==============================================
+EXAMPLE_RAG_HISTORY         full       none | first | last_k | full
+EXAMPLE_RAG_HISTORY_K       3          user turns kept by last_k (the new one included)
+EXAMPLE_RAG_TOP_K           5          chunks retrieved per question
+EXAMPLE_RAG_CHUNK_SIZE      80         words per chunk
+EXAMPLE_RAG_CHUNK_OVERLAP   20         words shared by consecutive chunks (at most a
+                                       quarter of the chunk size unless set)
+EXAMPLE_RAG_MODEL           (unset)    a litellm model name: answer with that LLM
+EXAMPLE_RAG_API_BASE        (unset)    api_base passed to litellm with the model
+EXAMPLE_RAG_CORPUS          (bundled)  another corpus (JSONL rows: id, title, text)
+==========================  =========  ==============================================
+
+Break it on purpose: ``EXAMPLE_RAG_HISTORY=none`` makes the bot forget the
+conversation, ``EXAMPLE_RAG_TOP_K=1`` starves the reader of context.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from pytest_ragdive import Context, TargetResponse
+
+from .chunking import Chunk, chunk_corpus
+from .corpus import DEFAULT_CORPUS, load_corpus
+from .history import POLICIES, Query, build_query
+from .reader import ExtractiveReader
+from .retrieval import BM25Retriever
+
+
+@dataclass(frozen=True)
+class BotConfig:
+    history: str = "full"
+    history_k: int = 3
+    top_k: int = 5
+    chunk_size: int = 80
+    chunk_overlap: int = 20
+    model: str | None = None
+    api_base: str | None = None
+    corpus: str = str(DEFAULT_CORPUS)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BotConfig:
+        env = os.environ if env is None else env
+
+        def num(name: str, default: int, low: int) -> int:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+            if value < low:
+                raise ValueError(f"{name} must be >= {low}, got {value}")
+            return value
+
+        history = env.get("EXAMPLE_RAG_HISTORY", "").strip().lower() or cls.history
+        if history not in POLICIES:
+            raise ValueError(f"EXAMPLE_RAG_HISTORY must be one of {', '.join(POLICIES)}, got {history!r}")
+        size = num("EXAMPLE_RAG_CHUNK_SIZE", cls.chunk_size, 10)
+        overlap = num("EXAMPLE_RAG_CHUNK_OVERLAP", min(cls.chunk_overlap, size // 4), 0)
+        if overlap >= size:
+            raise ValueError("EXAMPLE_RAG_CHUNK_OVERLAP must be smaller than EXAMPLE_RAG_CHUNK_SIZE")
+        return cls(
+            history=history,
+            history_k=num("EXAMPLE_RAG_HISTORY_K", cls.history_k, 1),
+            top_k=num("EXAMPLE_RAG_TOP_K", cls.top_k, 1),
+            chunk_size=size,
+            chunk_overlap=overlap,
+            model=env.get("EXAMPLE_RAG_MODEL", "").strip() or None,
+            api_base=env.get("EXAMPLE_RAG_API_BASE", "").strip() or None,
+            corpus=env.get("EXAMPLE_RAG_CORPUS", "").strip() or cls.corpus,
+        )
+
+
+@lru_cache(maxsize=8)
+def _index(corpus: str, size: int, overlap: int) -> tuple[list[Chunk], BM25Retriever, ExtractiveReader]:
+    chunks = chunk_corpus(load_corpus(Path(corpus)), size, overlap)
+    return chunks, BM25Retriever(chunks), ExtractiveReader(chunks)
+
+
+SYSTEM_PROMPT = (
+    "You are the Lumio help-centre assistant. Answer the user's last question in one to three "
+    "sentences using only the help-centre excerpts below. Prefer current articles over archived ones. "
+    "If the excerpts do not contain the answer, reply exactly: I can't find that in the help centre.\n\n"
+)
+
+
+class HelpCentreBot:
+    """``bot(messages) -> TargetResponse``; messages are OpenAI-style dicts, the last one the new user message."""
+
+    def __init__(self, config: BotConfig | None = None) -> None:
+        self.config = config or BotConfig()
+        self.chunks, self.retriever, self.reader = _index(
+            self.config.corpus, self.config.chunk_size, self.config.chunk_overlap
+        )
+
+    def query(self, messages: Sequence[Mapping[str, str]]) -> Query:
+        return build_query([dict(m) for m in messages], self.config.history, self.config.history_k)
+
+    def retrieve(self, messages: Sequence[Mapping[str, str]]) -> list[Context]:
+        return self.retriever.search(self.query(messages), self.config.top_k)
+
+    def __call__(self, messages: Sequence[Mapping[str, str]]) -> TargetResponse:
+        query = self.query(messages)
+        contexts = self.retriever.search(query, self.config.top_k)
+        if self.config.model:
+            return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
+        reading = self.reader.read(query, contexts)
+        citations = list(dict.fromkeys(doc_id for _, doc_id in reading.sentences))
+        return TargetResponse(answer=reading.answer, contexts=contexts, citations=citations)
+
+    def _llm_answer(self, query: Query, contexts: list[Context]) -> str:
+        """The answer of the configured LLM, given the excerpts and the turns the history policy keeps."""
+        import litellm  # only when a model is configured
+
+        excerpts = "\n\n".join(f"[{c.doc_id}] {c.text}" for c in contexts) or "(no excerpts found)"
+        history: list[dict[str, str]] = []
+        for asked, answered in zip(query.previous, query.answers, strict=True):
+            history.append({"role": "user", "content": asked})
+            if answered:
+                history.append({"role": "assistant", "content": answered})
+        history.append({"role": "user", "content": query.current})
+        kwargs = {"api_base": self.config.api_base} if self.config.api_base else {}
+        resp = litellm.completion(
+            model=self.config.model,
+            messages=[{"role": "system", "content": SYSTEM_PROMPT + excerpts}, *history],
+            temperature=0,
+            **kwargs,
+        )
+        return (resp.choices[0].message.content or "").strip()
+
+
+def make_bot(**overrides: object) -> HelpCentreBot:
+    """The bot configured from the environment; keyword arguments override single settings."""
+    cfg = BotConfig.from_env()
+    if overrides:
+        cfg = replace(cfg, **overrides)  # type: ignore[arg-type]
+    return HelpCentreBot(cfg)
