@@ -1,0 +1,71 @@
+"""The bundled example under each chatbot configuration: gate verdict, the
+gated metrics and wall time, per suite, with the README's own command.
+
+    python benchmarks/bench_example.py            # all configurations
+    python benchmarks/bench_example.py --quick    # healthy + history=none only
+
+Runs `pytest --ragdive-suite=all --ragdive-baseline=baseline.json` in
+example_project/ once per configuration (offline, no API key) and prints a
+Markdown table (the one in the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_project"
+METRICS = ["correctness", "answer_f1", "faithfulness", "recall_at_k", "context_recall", "forgetfulness", "safety_pass_rate"]
+CONFIGS = {
+    "healthy (defaults)": {},
+    "EXAMPLE_RAG_HISTORY=none": {"EXAMPLE_RAG_HISTORY": "none"},
+    "EXAMPLE_RAG_TOP_K=1": {"EXAMPLE_RAG_TOP_K": "1"},
+    "EXAMPLE_RAG_HISTORY=first": {"EXAMPLE_RAG_HISTORY": "first"},
+    "EXAMPLE_RAG_HISTORY=last_k (k=3)": {"EXAMPLE_RAG_HISTORY": "last_k", "EXAMPLE_RAG_HISTORY_K": "3"},
+    "EXAMPLE_RAG_CHUNK_SIZE=64": {"EXAMPLE_RAG_CHUNK_SIZE": "64"},
+    "EXAMPLE_RAG_CHUNK_SIZE=96": {"EXAMPLE_RAG_CHUNK_SIZE": "96"},
+}
+
+
+def run(suite: str, env_extra: dict[str, str], report: Path) -> tuple[int, float, dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXAMPLE_RAG_")}
+    env.update(env_extra)
+    cmd = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--ragdive-suite={suite}",
+        "--ragdive-baseline=baseline.json", f"--ragdive-report-dir={report}",
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=EXAMPLE, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    data = json.loads((report / "results.json").read_text())
+    return proc.returncode, wall, data
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    configs = dict(list(CONFIGS.items())[:2]) if args.quick else CONFIGS
+    report = ROOT / ".ragdive" / "bench-example"
+    print("| configuration | suite | gate | wall s | " + " | ".join(METRICS) + " |")
+    print("|---|---|---|---|" + "---|" * len(METRICS))
+    for name, env in configs.items():
+        for suite in ("core", "extended"):
+            rc, wall, data = run(suite, env, report)
+            values = data["suites"][suite]
+            failed = {r["metric"] for r in data["gate"] if r["verdict"] in ("regression", "no data")}
+            gate = "pass" if rc == 0 else "FAIL"
+            cells = [
+                ("n/a" if values.get(m) is None else f"{values[m]:.3f}") + (" ❌" if m in failed else "") for m in METRICS
+            ]
+            print(f"| {name} | {suite} | {gate} | {wall:.1f} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
