@@ -108,7 +108,7 @@ def gate_row(suite: str, metric: str, current: float | None, bm: BaselineMetric 
         band_high=high,
         tolerance=tolerance,
         current=current,
-        delta=None if current is None else current - bm.mean,
+        delta=None if current is None else round(current - bm.mean, 9) + 0.0,  # + 0.0: no -0.0
         verdict=classify(current, low, high, direction),
     )
 
