@@ -1,0 +1,137 @@
+"""The LLM path through real pytest sessions: a generated (RAG-DIVE) suite and
+judged metrics gated end to end, against the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import TOY_CONFTEST, results
+
+from pytest_ragdive.testing import FAKE_KEY_ENV, FakeLLMServer, example_from_schema
+
+CORPUS = [
+    {"id": "sky", "title": "Sky", "text": "The sky is blue on a clear day."},
+    {"id": "snow", "title": "Snow", "text": "Snow is white and cold."},
+    {"id": "grass", "title": "Grass", "text": "Grass is green in spring."},
+]
+COLOUR = {"sky": "blue", "snow": "white", "grass": "green"}
+
+
+def _text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+def scripted(body: dict[str, Any]) -> Any:
+    """Simulator: asks about the document it was given, then a context-dependent
+    follow-up. Validator: accepts. Judges: a minimal valid verdict."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    title = schema.get("title", "")
+    if title == "GeneratedTurn":
+        first = [m for m in body["messages"] if m["role"] != "system"][0]["content"]
+        doc = next(d for d in COLOUR if f"{d} is" in first.lower() or f"{d.title()} is" in first)
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn == 0:
+            return {"rag_input": f"Tell me about {doc}.", "standalone_question": f"Tell me about {doc}.",
+                    "ground_truth": CORPUS_TEXT[doc], "question_type": "Initial"}
+        return {"rag_input": "What colour is it?", "standalone_question": f"What colour is {doc}?",
+                "ground_truth": COLOUR[doc], "question_type": "Follow-up"}
+    if title == "ValidatorOutput":
+        return {"valid": True, "reason": "ok", "failed_checks": []}
+    lost = "I don't know" in _text(body)  # the toy bot's answer when it lost the thread
+    verdicts: dict[str, Any] = {
+        "FaithfulnessJudgment": {"claims": [{"claim": "c", "supported": True}]},
+        "ContextPrecisionJudgment": {"verdicts": [{"context": 1, "relevant": True}]},
+        "ContextRecallJudgment": {"statements": [{"statement": "s", "attributed": True}]},
+        "CorrectnessJudgment": {"correct": not lost, "reason": "judged"},
+        "ForgetfulnessJudgment": {"forgetful": lost, "reason": "lost the subject" if lost else "kept it"},
+        "ContextRetentionJudgment": {"retained": not lost, "reason": "judged"},
+    }
+    return verdicts.get(title) or example_from_schema(schema)
+
+
+CORPUS_TEXT = {d["id"]: d["text"] for d in CORPUS}
+
+
+@pytest.fixture
+def llm_toy(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    for var in ("TOY_FORGET", "TOY_RAISE_ON", "TOY_UNSAFE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv(FAKE_KEY_ENV, "sk-test-secret-4242")
+    server = FakeLLMServer(scripted).start()
+    pytester.makeconftest(TOY_CONFTEST)
+    (pytester.path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in CORPUS) + "\n")
+    pytester.makefile(
+        ".toml",
+        pyproject=f"""
+[tool.ragdive]
+corpus = "corpus.jsonl"
+report_dir = "report"
+model = "openai/fake-model"
+concurrency = 4
+[tool.ragdive.llm]
+api_base = "{server.url}"
+api_key_env = "{FAKE_KEY_ENV}"
+transport = "openai_http"
+timeout_s = 5
+[tool.ragdive.gate]
+recall_at_k = 0.05
+forgetfulness = 0.0
+[tool.ragdive.suites.core]
+generated = {{ conversations = 3, turns = 2, roles = ["default", "referrer"], seed = 1 }}
+""",
+    )
+    yield pytester, server
+    server.stop()
+
+
+def test_generated_suite_is_gated_and_replayed_from_cache(llm_toy) -> None:
+    pytester, server = llm_toy
+    res = pytester.runpytest_subprocess("--ragdive-baseline=b.json", "--ragdive-update-baseline")
+    res.assert_outcomes(passed=3)
+    first = server.request_count
+    assert first > 0
+    data = results(pytester)
+    convs = data["conversations"]
+    assert all(c["source"] == "generated" and len(c["turns"]) == 2 for c in convs)
+    assert {c["role"] for c in convs} == {"default", "referrer"}
+    assert data["suites"]["core"]["recall_at_k"] == 1.0
+    assert data["suites"]["core"]["forgetfulness"] == 0.0
+    assert data["validation"]["core"]["candidates"] >= 6
+    assert data["llm"] is not None
+    assert (pytester.path / "report" / "ragdive_core.json").is_file()
+
+    # the same chatbot again: everything replays from the cache, the gate passes
+    res = pytester.runpytest_subprocess("--ragdive-baseline=b.json")
+    res.assert_outcomes(passed=3)
+    assert res.ret == 0
+    assert server.request_count == first
+    res.stdout.fnmatch_lines(["*ragdive gate passed*"])
+
+    # the chatbot forgets the history: answers change, turns diverge, the gate fails
+    import os
+
+    os.environ["TOY_FORGET"] = "1"
+    try:
+        res = pytester.runpytest_subprocess("--ragdive-baseline=b.json")
+    finally:
+        del os.environ["TOY_FORGET"]
+    assert res.ret == 1
+    res.stdout.fnmatch_lines(["*recall_at_k*REGRESSION*", "*forgetfulness*REGRESSION*"])
+    assert server.request_count > first  # new answers, new simulator turns and judgments
+    md = (pytester.path / "report" / "summary.md").read_text()
+    assert "lost the subject" in md  # the judge's reasons for the failing conversations
+
+    # no API key or secret in any file the run wrote
+    for path in list((pytester.path / "report").rglob("*")) + list((pytester.path / ".ragdive").rglob("*")):
+        if path.is_file():
+            assert b"sk-test-secret-4242" not in path.read_bytes(), path
+
+
+def test_replay_only_mode_fails_fast_naming_the_call(llm_toy) -> None:
+    pytester, server = llm_toy
+    res = pytester.runpytest_subprocess("--ragdive-suite=core", "--ragdive-record-mode=none")
+    assert res.ret == 1
+    assert server.request_count == 0
+    res.stdout.fnmatch_lines(["*CacheMissError*simulator*"])
