@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import textwrap
 
-import pytest
-
 # Imported here so that pytester's in-process runs, which restore sys.modules
 # after each run, never import numpy twice (its C core cannot be reloaded).
 import numpy  # noqa: F401
+import pytest
 
 # Likewise the plugin's own modules: loaded once, so classes compared with
 # isinstance/except are the same objects in every in-process run.

@@ -1,0 +1,412 @@
+"""The LLM response cache: diskcache (SQLite) in ``cache_dir``, keyed by request hash.
+
+Key
+    sha256 of the canonical JSON (``sort_keys``, compact separators) of
+    everything that can change the answer: model, messages, temperature,
+    seed, the response schema (``model_json_schema()``), the configured
+    structured-output mode, prompt id and version, plus :data:`KEY_VERSION`.
+    Never the API key, never ``api_base``: the same model behind another host
+    (a proxy, a CI mirror) gives the same answer, and a base URL may carry
+    credentials. Neither is the transport (litellm and openai_http send the
+    same request) nor the *resolved* structured mode: the key holds the
+    configured mode (``auto`` stays ``auto``), so replaying a cache never has
+    to import litellm to find out what ``auto`` means for a model.
+
+Value
+    JSON text of :class:`CachedResponse`: the raw assistant content, token
+    usage, the model that answered, finish reason and cost. No headers, no
+    key. Values are stored as plain text only; a pickled value (which a
+    tampered, committed cache could use to run code) is refused as corrupt.
+
+Record modes
+    ``new_episodes`` (replay hits, call and store misses), ``none`` (replay
+    only; the client raises CacheMissError on a miss), ``all`` (call
+    everything and overwrite), ``off`` (no cache at all).
+
+Several processes (pytest-xdist workers) can share one directory: SQLite
+serialises writers (busy timeout :data:`DB_TIMEOUT_S`), each finished call is
+stored at once, and a miss is *claimed* (an atomic ``add`` of an in-flight
+marker) so that two processes do not send the same request at the same
+time: the second waits for the first one's answer.
+
+Nothing here imports diskcache at module import; it is imported when a cache
+is opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from .config import RagdiveConfig
+
+__all__ = [
+    "DB_TIMEOUT_S",
+    "KEY_VERSION",
+    "CacheStats",
+    "CachedResponse",
+    "LLMCache",
+    "RagdiveCacheWarning",
+    "RecordMode",
+    "cache_key",
+    "canonical_json",
+]
+
+RecordMode = Literal["new_episodes", "none", "all", "off"]
+RECORD_MODES: tuple[str, ...] = ("new_episodes", "none", "all", "off")
+
+#: bump when the meaning of a key changes (e.g. the client's JSON instructions)
+KEY_VERSION = 1
+#: SQLite busy timeout: how long a writer waits for another process's lock
+DB_TIMEOUT_S = 30.0
+#: values up to this size stay inside cache.db (one file, easy to commit)
+MIN_FILE_SIZE = 2**22
+
+_INFLIGHT_PREFIX = "inflight:"
+_HOST = socket.gethostname()
+
+
+def _holder_dead(holder: str) -> bool:
+    """Whether an in-flight marker was left by a process of this host that is gone."""
+    try:
+        host, pid_s, _ = holder.split("|", 2)
+        pid = int(pid_s)
+    except ValueError:
+        return True  # unreadable marker
+    if host != _HOST or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # exists, not ours to signal
+    return False
+
+
+class RagdiveCacheWarning(UserWarning):
+    """A cache entry could not be read (dropped and fetched again) or a write failed."""
+
+
+class CacheStats(BaseModel):
+    """Counters of one process's cache use (mergeable across xdist workers)."""
+
+    model_config = ConfigDict(validate_assignment=False)
+
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    corrupt: int = 0
+    errors: int = 0
+    waits: int = 0  # misses answered by another process's in-flight call
+
+    def merge(self, other: CacheStats) -> CacheStats:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        return self
+
+    @property
+    def lookups(self) -> int:
+        return self.hits + self.misses
+
+    def summary(self) -> str:
+        n = self.lookups
+        rate = f" ({self.hits / n:.0%} hit rate)" if n else ""
+        extra = ""
+        if self.corrupt:
+            extra += f", {self.corrupt} corrupt dropped"
+        if self.errors:
+            extra += f", {self.errors} errors"
+        return f"cache: {self.hits} hits, {self.misses} misses{rate}, {self.stores} stored{extra}"
+
+
+class CachedResponse(BaseModel):
+    """What the cache keeps of one chat completion."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    content: str
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    cost_usd: float | None = None
+    created: float = 0.0
+
+
+# --------------------------------------------------------------------------
+# keys
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    temperature: float | None,
+    seed: int | None,
+    schema: dict[str, Any] | None = None,
+    structured: str | None = None,
+    prompt_id: str | None = None,
+    prompt_version: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """sha256 hex of the canonical JSON of everything that can change the answer."""
+    data: dict[str, Any] = {
+        "v": KEY_VERSION,
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "seed": seed,
+        "schema": schema,
+        "structured": structured if schema is not None else None,
+        "prompt_id": prompt_id,
+        "prompt_version": prompt_version,
+    }
+    if extra:
+        data["extra"] = extra
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------
+# the cache
+
+
+def _safe_disk_class() -> Any:
+    import diskcache
+
+    class SafeDisk(diskcache.Disk):
+        """A Disk that never unpickles: keys and values are plain text."""
+
+        def get(self, key: Any, raw: bool) -> Any:
+            if not raw:
+                raise ValueError("pickled cache key refused")
+            return super().get(key, raw)
+
+        def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+            if mode == diskcache.core.MODE_PICKLE:
+                raise ValueError("pickled cache value refused")
+            return super().fetch(mode, filename, value, read)
+
+    return SafeDisk
+
+
+class LLMCache:
+    """diskcache-backed store of chat completions, shared by processes."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], record_mode: str = "new_episodes", *, timeout: float = DB_TIMEOUT_S
+    ):
+        if record_mode not in RECORD_MODES:
+            raise ValueError(f"record_mode must be one of {', '.join(RECORD_MODES)}, got {record_mode!r}")
+        self.directory = Path(directory)
+        self.record_mode = record_mode
+        self.timeout = timeout
+        self.stats = CacheStats()
+        self._db: Any = None
+        self._lock = threading.Lock()  # writes may run in worker threads
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            setattr(self.stats, name, getattr(self.stats, name) + n)
+
+    @classmethod
+    def from_config(cls, cfg: RagdiveConfig) -> LLMCache | None:
+        """The cache of a config (``cache_dir`` resolved against the config's
+        directory); None when ``record_mode`` is ``off``."""
+        if cfg.record_mode == "off":
+            return None
+        return cls(cfg.path(cfg.cache_dir), cfg.record_mode)
+
+    # -- modes -------------------------------------------------------------
+    @property
+    def reads(self) -> bool:
+        """Whether lookups may answer (new_episodes, none)."""
+        return self.record_mode in ("new_episodes", "none")
+
+    @property
+    def writes(self) -> bool:
+        """Whether finished calls are stored (new_episodes, all)."""
+        return self.record_mode in ("new_episodes", "all")
+
+    @property
+    def replay_only(self) -> bool:
+        return self.record_mode == "none"
+
+    # -- storage -----------------------------------------------------------
+    @property
+    def db(self) -> Any:
+        if self._db is not None:
+            return self._db
+        with self._lock:
+            if self._db is not None:
+                return self._db
+            import diskcache
+
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._db = diskcache.Cache(
+                str(self.directory),
+                timeout=self.timeout,
+                disk=_safe_disk_class(),
+                eviction_policy="none",  # never drop recorded answers; reads never write
+                disk_min_file_size=MIN_FILE_SIZE,
+                size_limit=2**40,
+            )
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            finally:
+                self._db = None
+
+    def __enter__(self) -> LLMCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _warn(self, msg: str) -> None:
+        warnings.warn(f"ragdive cache {self.directory}: {msg}", RagdiveCacheWarning, stacklevel=3)
+
+    def peek(self, key: str) -> CachedResponse | None:
+        """Read an entry without counting a hit or miss (corrupt ones are still dropped)."""
+        try:
+            raw = self.db.get(key)
+        except ValueError as e:  # refused pickle
+            return self._drop(key, str(e))
+        except Exception as e:  # sqlite errors, timeouts
+            self._count("errors")
+            self._warn(f"read failed ({type(e).__name__}: {e}); treating as a miss")
+            return None
+        if raw is None:
+            return None
+        try:
+            if isinstance(raw, bytes):
+                raw = raw.decode("utf-8")
+            if not isinstance(raw, str):
+                raise ValueError(f"unexpected value type {type(raw).__name__}")
+            return CachedResponse.model_validate_json(raw)
+        except (ValueError, ValidationError, UnicodeDecodeError) as e:
+            return self._drop(key, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+    def _drop(self, key: str, why: str) -> CachedResponse | None:
+        self._count("corrupt")
+        self._warn(f"corrupt entry {key[:16]}... dropped ({why}); it will be fetched again")
+        try:
+            self.db.delete(key)
+        except Exception:
+            self._count("errors")
+        return None
+
+    def get(self, key: str) -> CachedResponse | None:
+        """A stored response, or None (counted as a hit or a miss)."""
+        if not self.reads:
+            self.stats.misses += 1
+            return None
+        value = self.peek(key)
+        if value is None:
+            self.stats.misses += 1
+        else:
+            self.stats.hits += 1
+        return value
+
+    def set(self, key: str, value: CachedResponse, *, release: bool = False) -> bool:
+        """Store a finished call at once; False (with a warning) if the write failed.
+
+        ``release=True`` also drops this process's claim on ``key``, in the same
+        transaction.
+        """
+        if not self.writes:
+            return False
+        data = value.model_dump_json()
+        try:
+            db = self.db
+            if release:
+                with db.transact():
+                    db.set(key, data)
+                    db.delete(_INFLIGHT_PREFIX + key)
+            else:
+                db.set(key, data)
+        except Exception as e:
+            self._count("errors")
+            self._warn(f"write failed ({type(e).__name__}: {e}); the answer is not cached")
+            return False
+        self._count("stores")
+        return True
+
+    def delete(self, key: str) -> None:
+        self.db.delete(key)
+
+    def __contains__(self, key: str) -> bool:
+        try:
+            return key in self.db
+        except Exception:
+            return False
+
+    def __len__(self) -> int:
+        """Number of stored responses (in-flight markers excluded)."""
+        n = 0
+        for k in self.db.iterkeys():
+            if isinstance(k, str) and not k.startswith(_INFLIGHT_PREFIX):
+                n += 1
+        return n
+
+    # -- cross-process claims ----------------------------------------------
+    def claim(self, key: str, ttl_s: float) -> bool:
+        """Atomically mark ``key`` as being fetched by this process for up to
+        ``ttl_s`` seconds; False if another live process holds the claim.
+
+        A claim left by a process on this host that no longer runs (killed
+        mid-call) is taken over at once rather than waited out.
+        """
+        if not self.writes:
+            return True
+        marker = _INFLIGHT_PREFIX + key
+        token = f"{_HOST}|{os.getpid()}|{time.time()}"
+        try:
+            if self.db.add(marker, token, expire=ttl_s):
+                return True
+            holder = self.db.get(marker)
+            if isinstance(holder, str) and _holder_dead(holder):
+                self.db.delete(marker)
+                return bool(self.db.add(marker, token, expire=ttl_s))
+            return False
+        except Exception:
+            self._count("errors")
+            return True  # cannot coordinate: fetch it ourselves
+
+    def release(self, key: str) -> None:
+        if not self.writes:
+            return
+        try:
+            self.db.delete(_INFLIGHT_PREFIX + key)
+        except Exception:
+            self._count("errors")
+
+    def claimed(self, key: str) -> bool:
+        """Whether some process holds a live claim on ``key``."""
+        try:
+            return (_INFLIGHT_PREFIX + key) in self.db
+        except Exception:
+            return False
+
+    def purge_expired(self) -> None:
+        try:
+            self.db.expire()
+        except Exception:
+            self._count("errors")
