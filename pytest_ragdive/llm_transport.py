@@ -1,0 +1,298 @@
+"""How the LLM client reaches a model: litellm (every provider) or a lean
+aiohttp path for OpenAI-compatible endpoints. Both raise ``_Transient`` for
+errors worth a retry and ``_Fatal`` for the others."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .cache import CachedResponse
+
+MAX_RETRY_AFTER_S = 60.0
+OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
+_STRIP_PREFIXES = ("openai/", "hosted_vllm/")
+
+
+# transports
+
+
+class _Transient(Exception):
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class _Fatal(Exception):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from Retry-After / retry-after-ms headers (a number or an HTTP date)."""
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms") or headers.get("Retry-After-Ms")
+        if ms:
+            return max(0.0, float(ms) / 1000.0)
+        ra = headers.get("retry-after") or headers.get("Retry-After")
+    except Exception:
+        return None
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        pass
+    try:
+        dt = email.utils.parsedate_to_datetime(ra)
+        return max(0.0, dt.timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _classify_status(status: int | None) -> bool | None:
+    """True: retryable, False: fatal, None: unknown."""
+    if status is None:
+        return None
+    if status in (408, 409, 425, 429) or status >= 500:
+        return True
+    if 400 <= status < 500:
+        return False
+    return None
+
+
+@dataclass
+class _Request:
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]  # temperature, seed, response_format
+    mode: str | None  # resolved structured mode, None for text
+
+
+class _LiteLLMTransport:
+    name = "litellm"
+
+    def __init__(self, api_base: str | None) -> None:
+        self.api_base = api_base
+        self.lib = _import_litellm()
+        self.unpriced: set[str] = set()
+
+    def reset_loop(self) -> None:
+        return
+
+    async def aclose(self) -> None:
+        closer = getattr(self.lib, "close_litellm_async_clients", None)
+        if closer is not None:
+            try:
+                await closer()
+            except Exception:
+                pass
+
+    def supports_schema(self, model: str) -> bool:
+        try:
+            return bool(self.lib.supports_response_schema(model=model))
+        except Exception:
+            return False
+
+    async def send(self, model: str, req: _Request, api_key: str | None, timeout_s: float) -> CachedResponse:
+        litellm = self.lib
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": req.messages,
+            "timeout": timeout_s + 1.0,  # ours (asyncio.timeout) fires first
+            "num_retries": 0,
+            "max_retries": 0,
+            **req.params,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if api_key:
+            kwargs["api_key"] = api_key
+        try:
+            r = await litellm.acompletion(**kwargs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            raise _litellm_error(e) from None
+        try:
+            choice = r.choices[0]
+            content = choice.message.content or ""
+            usage = getattr(r, "usage", None)
+            pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+            ct = int(getattr(usage, "completion_tokens", 0) or 0)
+            hidden = getattr(r, "_hidden_params", None) or {}
+            cost = hidden.get("response_cost")
+            if cost is None and model not in self.unpriced:
+                try:
+                    cost = float(litellm.completion_cost(completion_response=r))
+                except Exception:
+                    self.unpriced.add(model)  # litellm has no price for it: do not ask again
+                    cost = None
+            return CachedResponse(
+                content=content,
+                model=getattr(r, "model", None) or model,
+                prompt_tokens=pt,
+                completion_tokens=ct,
+                finish_reason=getattr(choice, "finish_reason", None),
+                cost_usd=float(cost) if cost is not None else None,
+                created=time.time(),
+            )
+        except Exception as e:
+            raise _Transient(f"unreadable response ({type(e).__name__})") from None
+
+
+def _litellm_error(e: Exception) -> Exception:
+    status = getattr(e, "status_code", None)
+    status = status if isinstance(status, int) else None
+    name = type(e).__name__
+    msg = f"{name}: {' '.join(str(e).split())[:300]}"
+    if status == 429 or name == "RateLimitError":
+        headers = getattr(e, "litellm_response_headers", None)
+        if headers is None:
+            resp = getattr(e, "response", None)
+            headers = getattr(resp, "headers", None)
+        if headers is None:
+            headers = getattr(e, "headers", None)
+        return _Transient(msg, 429, _retry_after(headers))
+    if name in ("Timeout", "APITimeoutError", "APIConnectionError", "ServiceUnavailableError", "InternalServerError"):
+        return _Transient(msg, status)
+    verdict = _classify_status(status)
+    if verdict is True:
+        return _Transient(msg, status)
+    if verdict is False:
+        return _Fatal(msg, status)
+    mod = type(e).__module__ or ""
+    if mod.startswith(("litellm", "openai", "httpx", "aiohttp")) or isinstance(e, (OSError, TimeoutError)):
+        return _Transient(msg, status)
+    return _Fatal(msg, status)
+
+
+def _import_litellm() -> Any:
+    """Import litellm with its local price map and without telemetry or debug
+    output (setting these again on a later import is harmless)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True
+    litellm.set_verbose = False
+    litellm.disable_streaming_logging = True
+    litellm.disable_end_user_cost_tracking = True
+    litellm.disable_add_user_agent_to_request_tags = True
+    return litellm
+
+
+def _cost_if_litellm_loaded(model: str, pt: int, ct: int, unpriced: set[str]) -> float | None:
+    """Cost from litellm's (local) price map, only if litellm is imported already."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None or model in unpriced:
+        return None
+    try:
+        a, b = litellm.cost_per_token(model=model, prompt_tokens=pt, completion_tokens=ct)
+        return float(a) + float(b)
+    except Exception:
+        unpriced.add(model)  # litellm has no price for it: do not ask again
+        return None
+
+
+class _OpenAIHTTPTransport:
+    name = "openai_http"
+
+    def __init__(self, api_base: str | None, concurrency: int) -> None:
+        self.url = (api_base or OPENAI_DEFAULT_BASE).rstrip("/") + "/chat/completions"
+        self.concurrency = concurrency
+        self._session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.unpriced: set[str] = set()
+
+    def supports_schema(self, model: str) -> bool:
+        return True
+
+    def reset_loop(self) -> None:
+        old, self._session = self._session, None
+        if old is not None and not old.closed:
+            try:  # its loop is gone: close the sockets without it
+                old.connector._close()
+                old._connector = None
+            except Exception:
+                pass
+
+    async def aclose(self) -> None:
+        s, self._session = self._session, None
+        if s is not None and not s.closed:
+            await s.close()
+
+    def _get_session(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            if self._session is not None and self._loop is not loop:
+                self.reset_loop()
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(limit=max(self.concurrency, 1) * 2, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None), trust_env=True
+            )
+            self._loop = loop
+        return self._session
+
+    async def send(self, model: str, req: _Request, api_key: str | None, timeout_s: float) -> CachedResponse:
+        import aiohttp
+
+        name = model
+        for p in _STRIP_PREFIXES:
+            if name.startswith(p):
+                name = name[len(p) :]
+                break
+        body = {"model": name, "messages": req.messages, **req.params}
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        session = self._get_session()
+        try:
+            async with session.post(self.url, data=json.dumps(body), headers=headers) as r:
+                status = r.status
+                raw = await r.read()
+                retry_after = _retry_after(r.headers) if status == 429 else None
+        except asyncio.CancelledError:
+            raise
+        except (aiohttp.ClientError, OSError) as e:
+            raise _Transient(f"connection error: {type(e).__name__}: {e}") from None
+        if status >= 400:
+            detail = raw[:300].decode("utf-8", "replace")
+            try:
+                detail = json.loads(raw)["error"]["message"][:300]
+            except Exception:
+                pass
+            msg = f"HTTP {status}: {detail}"
+            if _classify_status(status) is False:
+                raise _Fatal(msg, status)
+            raise _Transient(msg, status, retry_after)
+        try:
+            data = json.loads(raw)
+            choice = data["choices"][0]
+            content = choice["message"].get("content") or ""
+            usage = data.get("usage") or {}
+            pt = int(usage.get("prompt_tokens") or 0)
+            ct = int(usage.get("completion_tokens") or 0)
+        except Exception as e:
+            raise _Transient(f"malformed response body ({type(e).__name__})", status) from None
+        return CachedResponse(
+            content=content if isinstance(content, str) else json.dumps(content),
+            model=data.get("model") or name,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            finish_reason=choice.get("finish_reason"),
+            cost_usd=_cost_if_litellm_loaded(model, pt, ct, self.unpriced),
+            created=time.time(),
+        )
