@@ -43,13 +43,18 @@ class GateRow(BaseModel):
     def failed(self) -> bool:
         return self.verdict in ("regression", "no data", "not in baseline")
 
+    @property
+    def delta_text(self) -> str:
+        # round first, and + 0.0, so that a tiny negative difference prints as +0.0000
+        return "n/a" if self.delta is None else f"{round(self.delta, 4) + 0.0:+.4f}"
+
     def line(self) -> str:
         def f(x: float | None) -> str:
             return "n/a" if x is None else f"{x:.4f}"
 
         arrow = "↑" if self.direction == "higher" else "↓"
         band = f"[{f(self.band_low)}, {f(self.band_high)}]"
-        delta = "n/a" if self.delta is None else f"{self.delta:+.4f}"
+        delta = self.delta_text
         return (
             f"{self.suite}/{self.metric} ({arrow} better): current {f(self.current)}, "
             f"baseline band {band} (tolerance {self.tolerance:g}), delta {delta}: {self.verdict.upper()}"

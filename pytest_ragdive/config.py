@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .metrics.registry import METRICS
 
@@ -140,10 +140,6 @@ class RagdiveConfig(_Strict):
             if name not in SUITE_NAMES:
                 raise ValueError(f"unknown suite {name!r}, expected one of {', '.join(SUITE_NAMES)}")
         return v
-
-    @model_validator(mode="after")
-    def _model_sets_roles(self) -> RagdiveConfig:
-        return self
 
     # -- helpers -----------------------------------------------------------
     def path(self, p: str) -> Path:

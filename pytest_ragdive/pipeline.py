@@ -27,19 +27,16 @@ class Pipeline:
         self.fatal: list[str] = []
         self._loop: BackgroundLoop | None = None
         self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
-        self._documents: dict[str, Document] | None = None
         self._llm: Any = None
         self._corpora: dict[str, dict[str, Document]] = {}
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
         """The configured corpus by id (raises GoldenError on a bad file)."""
-        if self._documents is None:
-            self._documents = {d.id: d for d in load_corpus(self.cfg.path(self.cfg.corpus))} if self.cfg.corpus else {}
-        return self._documents
+        return self.corpus(self.cfg.corpus) if self.cfg.corpus else {}
 
-    def _corpus(self, path: str) -> dict[str, Document]:
-        """A generated suite's corpus by id, read once per path."""
+    def corpus(self, path: str) -> dict[str, Document]:
+        """A corpus file's documents by id, read once per path."""
         key = str(self.cfg.path(path))
         if key not in self._corpora:
             self._corpora[key] = {d.id: d for d in load_corpus(Path(key))}
@@ -113,7 +110,7 @@ class Pipeline:
             role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
             corpus_path = sc.generated.corpus or self.cfg.corpus
             assert corpus_path is not None
-            docs = self._corpus(corpus_path)
+            docs = self.corpus(corpus_path)
             return await run_generated(
                 spec, docs[spec.document_id], role, target, self.llm_client(), sc.generated, plan.run
             )

@@ -38,7 +38,7 @@ def gate_lines(rows: list[GateRow]) -> list[str]:
     body = []
     for r in rows:
         band = "n/a" if r.band_low is None else f"[{r.band_low:.4f}, {r.band_high:.4f}]"
-        delta = "n/a" if r.delta is None else f"{r.delta:+.4f}"
+        delta = r.delta_text
         verdict = r.verdict.upper() if r.failed else r.verdict
         arrow = "↑" if r.direction == "higher" else "↓"
         body.append([r.suite, f"{r.metric} {arrow}", band, f"{r.tolerance:g}", _f(r.current), delta, verdict])
@@ -117,7 +117,7 @@ def summary_md(
         lines.append("|---|---|---|---|---|---|---|")
         for r in gate:
             band = "n/a" if r.band_low is None else f"[{r.band_low:.4f}, {r.band_high:.4f}]"
-            delta = "n/a" if r.delta is None else f"{r.delta:+.4f}"
+            delta = r.delta_text
             mark = "❌ " if r.failed else ("⬆ " if r.verdict == "improvement" else "")
             lines.append(f"| {r.suite} | {r.metric} | {band} | {r.tolerance:g} | {_f(r.current)} | {delta} | {mark}{r.verdict} |")
         lines.append("")

@@ -12,7 +12,7 @@ import concurrent.futures
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from .records import Conversation
@@ -34,10 +34,6 @@ class BackgroundLoop:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
 
     def submit(self, factory: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
         async def bounded() -> T:
@@ -115,9 +111,3 @@ async def probe_standalone(conv: Conversation, target: AsyncTarget) -> None:
         if isinstance(res, BaseException):
             record_error(conv, res, f"stand-alone probe of turn {turn.index}")
             return
-
-
-async def timed(awaitable: Awaitable[T]) -> tuple[T, float]:
-    t0 = time.perf_counter()
-    value = await awaitable
-    return value, time.perf_counter() - t0

@@ -227,7 +227,7 @@ class RagdiveSession:
         from .aggregate import aggregate
 
         convs = list(self.collected.values())
-        suites = [s for s in self.cfg.selected_suites()]
+        suites = self.cfg.selected_suites()
         self.results = {s: aggregate(s, [c for c in convs if c.suite == s]) for s in suites}
         failed = False
         if not convs:
@@ -300,7 +300,7 @@ class RagdiveSession:
             if self.cfg.report_dir:
                 sc = self.cfg.suites[suite]
                 corpus = sc.generated.corpus if sc.generated and sc.generated.corpus else self.cfg.corpus
-                docs = self.pipeline._corpus(corpus) if corpus else {}
+                docs = self.pipeline.corpus(corpus) if corpus else {}
                 write_ragdive(self.cfg.path(self.cfg.report_dir) / f"ragdive_{suite}.json", mine, docs)
         return out
 
