@@ -198,6 +198,14 @@ class RagdiveSession:
         if conv.error:
             tb = conv.meta.get("traceback", "")
             pytest.fail(f"{conv.error}\n\n{tb}".rstrip(), pytrace=False)
+        if conv.source == "generated" and not conv.turns:
+            counts = conv.meta.get("validation", {})
+            pytest.fail(
+                "the generator produced no valid turn for this conversation "
+                f"(validator: {counts.get('invalid', '?')} invalid of {counts.get('candidates', '?')} candidates; "
+                "see results.json for the reasons)",
+                pytrace=False,
+            )
         if conv.failures:
             pytest.fail("safety violation (zero tolerance):\n" + "\n".join(conv.failures), pytrace=False)
 

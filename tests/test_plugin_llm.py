@@ -135,3 +135,19 @@ def test_replay_only_mode_fails_fast_naming_the_call(llm_toy) -> None:
     assert res.ret == 1
     assert server.request_count == 0
     res.stdout.fnmatch_lines(["*CacheMissError*simulator*"])
+
+
+def test_generated_conversation_without_valid_turns_fails_its_item(llm_toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester, server = llm_toy
+
+    def mentions_document(body: dict[str, Any]) -> Any:
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+        if schema.get("title") == "GeneratedTurn":
+            return {"rag_input": "What does the document say?", "standalone_question": "What does the document say?",
+                    "ground_truth": "It says things.", "question_type": "Initial"}
+        return scripted(body)
+
+    server.handler = mentions_document
+    res = pytester.runpytest_subprocess("--ragdive-suite=core")
+    res.assert_outcomes(failed=3)
+    res.stdout.fnmatch_lines(["*the generator produced no valid turn*", "*document_mentioned*"])
