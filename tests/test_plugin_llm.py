@@ -151,3 +151,17 @@ def test_generated_conversation_without_valid_turns_fails_its_item(llm_toy, monk
     res = pytester.runpytest_subprocess("--ragdive-suite=core")
     res.assert_outcomes(failed=3)
     res.stdout.fnmatch_lines(["*the generator produced no valid turn*", "*document_mentioned*"])
+
+
+def test_max_cost_stops_the_run_and_says_what_was_spent(llm_toy) -> None:
+    """A priced model (litellm's local price map), a tiny budget: the run fails
+    with one message naming the spend per role and model."""
+    pytester, server = llm_toy
+    text = (pytester.path / "pyproject.toml").read_text()
+    text = text.replace('model = "openai/fake-model"', 'model = "openai/gpt-4o-mini"')
+    text = text.replace('transport = "openai_http"', 'transport = "litellm"')
+    (pytester.path / "pyproject.toml").write_text(text)
+    res = pytester.runpytest_subprocess("--ragdive-suite=core", "--ragdive-max-cost=0.000001", "--ragdive-concurrency=1")
+    assert res.ret == 1
+    res.stdout.fnmatch_lines(["ERROR: BudgetExceeded*gpt-4o-mini*"])
+    assert server.request_count < 20  # it stopped early instead of running every call
