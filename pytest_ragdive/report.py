@@ -45,28 +45,33 @@ def gate_lines(rows: list[GateRow]) -> list[str]:
     return _table(["suite", "metric", "baseline band", "tol", "current", "delta", "verdict"], body)
 
 
+def _badness(value: float | None, higher: bool) -> float:
+    v = value or 0.0
+    return v if higher else -v
+
+
 def failing_conversations(convs: list[Conversation], metric: str, limit: int = 10) -> list[str]:
-    """The conversations that pull a metric the wrong way, with reasons where known."""
+    """The conversations that pull a metric the wrong way, worst first, with
+    the judge's reasons (or the worst turns' questions) where known."""
     spec = METRICS.get(metric)
+    higher = spec is None or spec.direction == "higher"
+    scored = [(c, v) for c in convs if c.error is None and (v := c.scores.get(metric)) is not None]
+    bad = sorted(((c, v) for c, v in scored if (v < 1 if higher else v > 0)), key=lambda cv: cv[1], reverse=not higher)
     out = []
-    for c in convs:
-        if c.error:
-            continue
-        if spec and spec.level == "conversation":
-            v = c.scores.get(metric)
-            bad = v is not None and ((spec.direction == "lower" and v > 0) or (spec.direction == "higher" and v < 1))
-            reason = c.verdicts[metric].reason if metric in c.verdicts else ""
+    for c, v in bad[:limit]:
+        if metric in c.verdicts and c.verdicts[metric].reason:
+            why = c.verdicts[metric].reason
         else:
-            bad_turns = [t for t in c.turns if (s := t.scores.get(metric)) is not None and s < 1]
-            bad = bool(bad_turns)
-            reason = "; ".join(
-                f"turn {t.index}: " + (t.verdicts[metric].reason if metric in t.verdicts else f"{t.scores[metric]:.2f}")
-                for t in bad_turns[:3]
+            turns = sorted(
+                (t for t in c.turns if (s := t.scores.get(metric)) is not None and (s < 1 if higher else s > 0)),
+                key=lambda t: _badness(t.scores[metric], higher),
+            )[:3]
+            why = "; ".join(
+                f"turn {t.index + 1} {t.rag_input[:60]!r}: "
+                + (t.verdicts[metric].reason if metric in t.verdicts and t.verdicts[metric].reason else f"{t.scores[metric]:.2f}")
+                for t in turns
             )
-        if bad:
-            out.append(f"{c.suite}/{c.id} (run {c.run}): {reason}".rstrip(": "))
-        if len(out) >= limit:
-            break
+        out.append(f"{c.suite}/{c.id} (run {c.run}) {metric}={v:.2f}" + (f": {why}" if why else ""))
     return out
 
 
@@ -136,6 +141,7 @@ def summary_md(
         for name, mv in res.metrics.items():
             ci = "n/a" if mv.ci_low is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
             lines.append(f"| {suite} | {name} | {_f(mv.value)} | {ci} | {mv.n} |")
+    lines += per_turn_md(results)
     errors = [c for c in convs if c.error]
     if errors:
         lines += ["", "## Conversations that errored", ""]
@@ -143,6 +149,25 @@ def summary_md(
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+CURVE_METRICS = ("correctness", "answer_f1", "faithfulness", "recall_at_k", "context_recall")
+
+
+def per_turn_md(results: dict[str, SuiteResult]) -> list[str]:
+    """Per-turn-index means: where in a conversation quality drops."""
+    out: list[str] = []
+    for suite, res in results.items():
+        rows = [(m, res.metrics[m].per_turn_index) for m in CURVE_METRICS if m in res.metrics]
+        idx = sorted({int(k) for _, curve in rows for k in curve})
+        if len(idx) < 2:
+            continue
+        out += ["", f"## {suite}: mean by turn index", ""]
+        out.append("| metric | " + " | ".join(f"turn {i + 1}" for i in idx) + " |")
+        out.append("|---|" + "---|" * len(idx))
+        for m, curve in rows:
+            out.append(f"| {m} | " + " | ".join(_f(curve.get(str(i)), ".3f") for i in idx) + " |")
+    return out
 
 
 def write_reports(

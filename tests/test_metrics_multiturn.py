@@ -35,7 +35,7 @@ def test_forgetful_conversation() -> None:
     assert conv.turns[1].flags == []
     verdict = conv.verdicts["forgetfulness"]
     assert verdict.value == 1.0
-    assert "turn 2" in verdict.reason
+    assert "turn 3" in verdict.reason  # turns are numbered from 1 for people (index 2)
 
 
 def test_non_forgetful_conversation() -> None:

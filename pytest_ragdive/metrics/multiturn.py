@@ -50,7 +50,7 @@ class ProbeResult:
         if self.forgetfulness is None:
             return "no context-dependent turn with a stand-alone answer and a ground truth"
         if self.forgetful:
-            which = ", ".join(str(i) for i in self.forgetful)
+            which = ", ".join(str(i + 1) for i in self.forgetful)  # 1-based for people
             noun = "turn" if len(self.forgetful) == 1 else "turns"
             return f"{noun} {which} answered correctly stand-alone but wrongly in the conversation"
         return (
