@@ -231,7 +231,13 @@ class RagdiveSession:
         return total
 
     # -- aggregation, gate, reports ----------------------------------------
-    def finish(self, session: pytest.Session) -> None:
+    def finish(self, session: pytest.Session, completed: bool = True) -> None:
+        """Aggregate, gate (or write the baseline) and write the reports.
+
+        ``completed`` is False when the test loop was interrupted (Ctrl-C,
+        ``-x``): the reports still hold every finished conversation, but no
+        baseline is written from a partial run.
+        """
         from .aggregate import aggregate
 
         convs = list(self.collected.values())
@@ -240,11 +246,28 @@ class RagdiveSession:
         failed = False
         if not convs:
             self.notes.append("no ragdive conversation was run (all deselected?)")
+        planned = len(self.plans())
+        partial = len(convs) < planned
+        if partial and convs:
+            self.notes.append(
+                f"only {len(convs)} of {planned} planned conversations ran (deselected or interrupted): "
+                "the metrics describe that subset"
+            )
         if self.fatal:
             failed = True
         if self.cfg.update_baseline:
-            if self.fatal or not convs:
-                self.notes.append("baseline NOT written: the run did not complete")
+            errored = sum(1 for c in convs if c.error)
+            why = (
+                "the run was interrupted" if not completed
+                else "the run hit a fatal LLM error" if self.fatal
+                else "no conversation ran" if not convs
+                else f"only {len(convs)} of {planned} planned conversations ran" if partial
+                else f"{errored} conversation(s) errored" if errored
+                else ""
+            )
+            if why:
+                self.notes.append(f"baseline NOT written: {why}")
+                failed = True
             else:
                 assert self.cfg.baseline is not None
                 path = self.cfg.path(self.cfg.baseline)
@@ -438,12 +461,15 @@ class ActiveHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        completed = False
         try:
-            return (yield)
+            result = yield
+            completed = not session.shouldstop and not session.shouldfail
+            return result
         finally:
             self.sess.close()
             if not is_worker(session.config) and not session.config.option.collectonly:
-                self.sess.finish(session)
+                self.sess.finish(session, completed)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.close()

@@ -124,3 +124,31 @@ def test_update_baseline_keeps_other_suites(toy: pytest.Pytester) -> None:
     toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline")
     again = json.loads((toy.path / "b.json").read_text())
     assert set(again["suites"]) == {"core", "extended"}
+
+
+def test_no_baseline_from_a_partial_or_failing_run(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    res = toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline", "-k", "c-colours")
+    assert res.ret == 1
+    res.stdout.fnmatch_lines(["*baseline NOT written: only 1 of 5 planned conversations ran*"])
+    assert not (toy.path / "b.json").exists()
+
+    monkeypatch.setenv("TOY_RAISE_ON", "grass?")
+    res = toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline")
+    res.stdout.fnmatch_lines(["*baseline NOT written: 1 conversation(s) errored*"])
+    assert not (toy.path / "b.json").exists()
+    # the finished conversations are still reported
+    assert len(results(toy)["conversations"]) == 5
+
+
+def test_gating_a_subset_says_so(toy: pytest.Pytester) -> None:
+    toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline").assert_outcomes(passed=5)
+    res = toy.runpytest("--ragdive-baseline=b.json", "-k", "q-sky or c-grass")
+    res.stdout.fnmatch_lines(["*only 2 of 5 planned conversations ran*"])
+
+
+def test_maxfail_run_writes_no_baseline(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOY_RAISE_ON", "sky")
+    res = toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline", "-x")
+    assert res.ret == 1
+    assert not (toy.path / "b.json").exists()
+    res.stdout.fnmatch_lines(["*baseline NOT written*"])
