@@ -80,6 +80,9 @@ class SuiteConfig(_Strict):
 
     single_turn: list[str] = Field(default_factory=list)
     conversations: list[str] = Field(default_factory=list)
+    # conversations in the RAG-DIVE reference format (e.g. ragdive_<suite>.json
+    # exported by an LLM run), replayed like scripted ones
+    ragdive_logs: list[str] = Field(default_factory=list)
     max_cases: int | None = Field(None, ge=1)
     max_conversations: int | None = Field(None, ge=1)
     max_turns: int | None = Field(None, ge=1)

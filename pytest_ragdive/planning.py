@@ -44,7 +44,10 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
         singles = singles[: sc.max_cases]
     if sc.max_conversations is not None:
         scripted = scripted[: sc.max_conversations]
-    ids = [c.question_id for c in singles] + [c.id for c in scripted]
+    logged = [c for p in sc.ragdive_logs for c in _load_logs(cfg, p, suite)]
+    if sc.max_conversations is not None:
+        logged = logged[: max(0, sc.max_conversations - len(scripted))]
+    ids = [c.question_id for c in singles] + [c.id for c in scripted] + [c.id for c in logged]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise golden.GoldenError(f"suite {suite!r}: ids used twice across its files: {', '.join(dup[:5])}")
@@ -69,9 +72,35 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
                 Plan(suite=suite, run=run, conv_id=s.id, kind="golden",
                      template=golden.scripted_conversation(s, suite, run, sc.max_turns))
             )
+        for conv in logged:
+            plans.append(
+                Plan(suite=suite, run=run, conv_id=conv.id, kind="golden",
+                     template=conv.model_copy(update={"run": run}, deep=True))
+            )
         for spec in gen_specs:
             plans.append(Plan(suite=suite, run=run, conv_id=str(spec["id"]), kind="generated", spec=spec))
     return plans
+
+
+def _load_logs(cfg: RagdiveConfig, path: str, suite: str) -> list[Conversation]:
+    """RAG-DIVE reference-format conversations as scripts: the questions and
+    ground truths are kept; the recorded answers and scores are dropped, since
+    the target answers again."""
+    from .sources.ragdive_format import RagdiveFormatError, import_ragdive, read_ragdive
+
+    try:
+        convs = import_ragdive(read_ragdive(cfg.path(path)))
+    except (RagdiveFormatError, OSError) as e:
+        raise golden.GoldenError(f"{path}: {e}") from None
+    out = []
+    for c in convs:
+        turns = [
+            t.model_copy(update={"answer": None, "contexts": [], "citations": [], "scores": {}, "verdicts": {}, "flags": []})
+            for t in c.turns
+        ]
+        out.append(c.model_copy(update={"suite": suite, "run": 0, "source": "ragdive_log", "turns": turns,
+                                        "scores": {}, "verdicts": {}, "meta": {}}))
+    return out
 
 
 def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:

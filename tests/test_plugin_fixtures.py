@@ -95,3 +95,31 @@ def test_markers_select_suites(toy: pytest.Pytester) -> None:
     res = toy.runpytest("--ragdive-suite=all")
     res.assert_outcomes(passed=8)
     assert set(results(toy)["suites"]) == {"core", "extended"}
+
+
+def test_ragdive_logs_replay_as_scripted_conversations(toy: pytest.Pytester) -> None:
+    """Conversations in the RAG-DIVE reference format (from the reference tool,
+    or ragdive_<suite>.json of an LLM run) become a replayable suite."""
+    import json
+
+    from pytest_ragdive import Conversation, Document, Turn
+    from pytest_ragdive.sources.ragdive_format import export_ragdive
+
+    conv = Conversation(
+        id="log-1", source="generated", role="referrer", document_id="snow",
+        turns=[
+            Turn(index=0, rag_input="Tell me about snow.", standalone_question="Tell me about snow.",
+                 ground_truth="Snow is white and cold.", answer="recorded answer"),
+            Turn(index=1, rag_input="What colour is it?", standalone_question="What colour is snow?",
+                 ground_truth="white", question_type="Follow-up", answer="recorded answer"),
+        ],
+    )
+    docs = [Document(id="snow", title="Snow", text="Snow is white and cold.")]
+    (toy.path / "logs.json").write_text(json.dumps(export_ragdive([conv], docs)))
+    toy.makefile(".toml", pyproject=PYPROJECT.format(extra="") + '[tool.ragdive.suites.extended]\nragdive_logs = ["logs.json"]\n')
+    toy.runpytest("--ragdive-suite=extended").assert_outcomes(passed=1)
+    data = results(toy)
+    (ran,) = data["conversations"]
+    assert ran["id"] == "log-1" and ran["source"] == "ragdive_log"
+    assert [t["answer"] for t in ran["turns"]] == ["Snow is white and cold.", "Snow is white and cold."]
+    assert data["suites"]["extended"]["forgetfulness"] == 0.0
