@@ -135,8 +135,9 @@ class RagdiveSession:
                 missing = [m for m in cfg.gate if m not in stored]
                 if missing:
                     raise pytest.UsageError(
-                        f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r}; "
-                        "re-record the baseline or remove them from [tool.ragdive.gate]"
+                        f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
+                        "(the recorded run had no value for them: no case they apply to, e.g. safety_pass_rate "
+                        "needs negative_assertions); add such cases and re-record, or remove them from [tool.ragdive.gate]"
                     )
             if self.baseline.config_hash and self.baseline.config_hash != cfg.config_hash():
                 self.notes.append(
@@ -285,6 +286,13 @@ class RagdiveSession:
                 )
                 write_baseline(path, bl)
                 self.baseline_written = path
+                for suite, res in self.results.items():
+                    empty = [m for m in self.cfg.gate if res.value(m) is None]
+                    if empty:
+                        self.notes.append(
+                            f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
+                            "gating against this baseline will fail until they do or you remove them from the gate"
+                        )
         elif self.baseline is not None:
             self.gate_rows = check(self.results, self.baseline, self.cfg.gate)
             if any(r.failed for r in self.gate_rows):
