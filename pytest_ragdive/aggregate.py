@@ -32,24 +32,33 @@ def _value(metric: str, convs: list[Conversation]) -> float | None:
 
 
 def _bootstrap(metric: str, convs: list[Conversation], n_boot: int, seed: int) -> tuple[float | None, float | None]:
-    """Percentile CI from resampling whole conversations (turns of one
-    conversation are not independent). Fixed seed: the same input gives the
-    same interval, so reports do not flake."""
-    if len(convs) < 2:
+    """Percentile CI from resampling whole conversations: the turns of one
+    conversation, and its repeats over runs, are one cluster (they are not
+    independent). Clusters are ordered by id, and the seed is fixed, so the same
+    results give the same interval whatever order they arrived in (xdist)."""
+    clusters: dict[str, list[Conversation]] = defaultdict(list)
+    for c in convs:
+        clusters[c.id].append(c)
+    if len(clusters) < 2:
         return None, None
     import numpy as np
 
     level = METRICS[metric].level
-    sums = np.zeros(len(convs))
-    counts = np.zeros(len(convs))
-    for i, c in enumerate(convs):
-        raw = [c.scores.get(metric)] if level == "conversation" else [t.scores.get(metric) for t in c.turns]
+    keys = sorted(clusters)
+    sums = np.zeros(len(keys))
+    counts = np.zeros(len(keys))
+    for i, key in enumerate(keys):
+        raw = [
+            v
+            for c in clusters[key]
+            for v in ([c.scores.get(metric)] if level == "conversation" else [t.scores.get(metric) for t in c.turns])
+        ]
         vals = [v for v in raw if v is not None]
         sums[i], counts[i] = sum(vals), len(vals)
     if counts.sum() == 0:
         return None, None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(convs), size=(n_boot, len(convs)))
+    idx = rng.integers(0, len(keys), size=(n_boot, len(keys)))
     s, n = sums[idx].sum(axis=1), counts[idx].sum(axis=1)
     ok = n > 0
     stats = s[ok] / n[ok]
@@ -60,6 +69,9 @@ def _bootstrap(metric: str, convs: list[Conversation], n_boot: int, seed: int) -
 def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: int = 0) -> SuiteResult:
     """Aggregate one suite's conversations (all runs). Errored conversations are
     counted but left out of the means."""
+    # a fixed order: sums of floats, and so the values, must not depend on the
+    # order in which reports arrived (pytest-xdist)
+    convs = sorted(convs, key=lambda c: (c.run, c.id))
     ok = [c for c in convs if c.error is None]
     by_run: dict[int, list[Conversation]] = defaultdict(list)
     for c in ok:

@@ -71,7 +71,8 @@ def load_baseline(path: Path) -> Baseline:
     except ValidationError as e:
         err = e.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
-        raise BaselineError(f"ragdive baseline {path} is invalid: {loc}: {err['msg']}") from None
+        where = f"{loc}: " if loc else ""
+        raise BaselineError(f"ragdive baseline {path} is invalid: {where}{err['msg']}") from None
     except (OSError, ValueError) as e:
         raise BaselineError(f"ragdive baseline {path} cannot be read: {str(e).splitlines()[0]}") from None
 
@@ -149,11 +150,13 @@ def build_baseline(
             if not vals:
                 continue
             arr = np.asarray(vals, dtype=float)
+            # full precision: a rounded min/max would put an unchanged rerun
+            # outside a zero-tolerance band
             metrics[name] = BaselineMetric(
-                mean=round(float(arr.mean()), 6),
-                std=round(float(arr.std(ddof=1)) if len(arr) > 1 else 0.0, 6),
-                min=round(float(arr.min()), 6),
-                max=round(float(arr.max()), 6),
+                mean=float(arr.mean()),
+                std=float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+                min=float(arr.min()),
+                max=float(arr.max()),
                 runs=len(vals),
                 direction=METRICS[name].direction,
                 tolerance=gate.get(name, 0.0),

@@ -168,7 +168,8 @@ class RagdiveConfig(_Strict):
     def config_hash(self) -> str:
         """Hash of what changes results (suites, gate set, target, backend, models)."""
         keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
-        data = self.model_dump(mode="json", include=set(keys))
+        # defaults left out: a plugin release that adds a setting keeps old hashes
+        data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -4,6 +4,7 @@ stands for the ragdive config file (so conftest fixtures beside it apply)."""
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +26,34 @@ def _ragdive_conversation_item(request: pytest.FixtureRequest, ragdive_target: A
 
 
 class RagdiveModule(pytest.Module):
-    """Stands for the config file; its items are made from the plans."""
+    """Stands for the config file; one child node per suite."""
 
     plans: list[Plan]
 
     def _getobj(self) -> types.ModuleType:
         return types.ModuleType(f"ragdive_{self.path.stem}")
 
-    def collect(self) -> list[pytest.Item]:
-        items: list[pytest.Item] = []
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        suites: dict[str, list[Plan]] = {}
         for plan in self.plans:
-            item = RagdiveItem.from_parent(self, name=plan.name, callobj=_ragdive_conversation_item)
+            suites.setdefault(plan.suite, []).append(plan)
+        out: list[pytest.Item | pytest.Collector] = []
+        for name, plans in suites.items():
+            node = RagdiveSuite.from_parent(self, name=name)
+            node.plans = plans
+            out.append(node)
+        return out
+
+
+class RagdiveSuite(pytest.Collector):
+    """One suite (``core``/``extended``); its items are the planned conversations."""
+
+    plans: list[Plan]
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        items: list[pytest.Item | pytest.Collector] = []
+        for plan in self.plans:
+            item = RagdiveItem.from_parent(self, name=plan.item_name, callobj=_ragdive_conversation_item)
             item.plan = plan
             item.add_marker(f"ragdive_{plan.suite}")
             item.add_marker("ragdive")
@@ -54,27 +72,40 @@ class RagdiveItem(pytest.Function):
 def build_items(
     session: pytest.Session, config_file: Path, plans: list[Plan], collected_dirs: dict[Path, pytest.Directory]
 ) -> list[pytest.Item]:
-    """Items under the node that stands for the config file's directory, so
-    that the conftest.py fixtures there (``ragdive_target``) are visible.
+    """Items for a config file that pytest did not walk (other paths or
+    ``testpaths`` were given).
 
-    pytest scopes conftest fixtures to the Directory node it collected (or to
-    the session for the rootdir's conftest), so the items hang under that very
-    node when pytest collected it; otherwise under Dir nodes of our own.
+    pytest scopes conftest fixtures to the Directory node that collected the
+    conftest (or to the session for the rootdir's), so the items hang under
+    that very node when pytest collected it; otherwise under Directory nodes
+    made here, each collected through pytest's own hook so that it loads and
+    scopes its conftest.py (and the ``ragdive_target`` fixture in it).
     """
-    parent: Any = session
     rootpath = session.config.rootpath
     cfg_dir = config_file.parent
+    parent: Any = session
     if cfg_dir in collected_dirs:
         parent = collected_dirs[cfg_dir]
     elif cfg_dir != rootpath:
         try:
-            parts = cfg_dir.relative_to(rootpath).parts
-        except ValueError:
-            parts = ()
-        here = rootpath
-        for part in parts:
-            here = here / part
-            parent = collected_dirs.get(here) or pytest.Dir.from_parent(parent, path=here)
+            chain = [rootpath.joinpath(*cfg_dir.relative_to(rootpath).parts[: i + 1])
+                     for i in range(len(cfg_dir.relative_to(rootpath).parts))]
+        except ValueError:  # outside the rootdir
+            chain = [cfg_dir]
+        for here in chain:
+            node = collected_dirs.get(here)
+            if node is None:
+                node = pytest.Dir.from_parent(parent, path=here)
+                node.ihook.pytest_make_collect_report(collector=node)  # loads its conftest.py
+            parent = node
     module = RagdiveModule.from_parent(parent, path=config_file)
     module.plans = plans
-    return module.collect()
+    return list(_items(module))
+
+
+def _items(node: pytest.Collector) -> Iterator[pytest.Item]:
+    for child in node.collect():
+        if isinstance(child, pytest.Item):
+            yield child
+        else:
+            yield from _items(child)

@@ -29,8 +29,14 @@ class Plan(BaseModel):
         return f"{self.suite}::{self.conv_id}::run{self.run}"
 
     @property
-    def name(self) -> str:
-        return f"{self.suite}::{self.conv_id}" + (f"[run{self.run}]" if self.run else "")
+    def item_name(self) -> str:
+        """The item's name under its suite node: ``pyproject.toml::core::<id>[run2]``."""
+        return self.conv_id + (f"[run{self.run}]" if self.run else "")
+
+    @property
+    def param_id(self) -> str:
+        """The id of a user test parametrized with ``ragdive_conversation``."""
+        return f"{self.suite}.{self.conv_id}" + (f".run{self.run}" if self.run else "")
 
 
 def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, notes: list[str]) -> list[Plan]:

@@ -48,13 +48,27 @@ def _asked(config: pytest.Config) -> bool:
 
 
 def _autorun_configured(config: pytest.Config) -> bool:
-    """Cheap check for ``autorun = true`` without importing the config machinery."""
-    for path in (config.rootpath / "ragdive.yaml", config.rootpath / "pyproject.toml"):
+    """Cheap check for ``autorun = true`` (a text search, no config machinery)
+    in the files where the config may live: the --ragdive-config file, else
+    ragdive.yaml / pyproject.toml beside the ini file, in rootdir, in the
+    invocation dir and in the directories given as arguments."""
+    explicit = config.getoption("ragdive_config", default=None)
+    if explicit:
+        files = [config.invocation_params.dir / explicit]
+    else:
+        dirs = {config.rootpath, config.invocation_params.dir}
+        if config.inipath is not None:
+            dirs.add(config.inipath.parent)
+        for arg in config.args:
+            p = config.invocation_params.dir / arg.split("::")[0]
+            dirs.add(p if p.is_dir() else p.parent)
+        files = [d / n for d in dirs for n in ("ragdive.yaml", "ragdive.yml", "pyproject.toml")]
+    for path in files:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError:
             continue
-        if "autorun" in text and ("ragdive" in text):
+        if "autorun" in text and "ragdive" in text:
             return True
     return False
 
@@ -78,7 +92,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from .session import get_session
 
     plans = get_session(metafunc.config).plans()
-    metafunc.parametrize("ragdive_conversation", plans, indirect=True, ids=[p.name for p in plans])
+    metafunc.parametrize("ragdive_conversation", plans, indirect=True, ids=[p.param_id for p in plans])
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,11 @@ class BackgroundLoop:
             if self._sem is None:
                 self._sem = asyncio.Semaphore(self._concurrency)
             async with self._sem:
-                return await factory()
+                try:
+                    return await factory()
+                except (SystemExit, KeyboardInterrupt) as e:
+                    # would kill the loop thread and leave the future pending forever
+                    raise RuntimeError(f"{type(e).__name__} raised inside a conversation: {e!r}") from e
 
         return asyncio.run_coroutine_threadsafe(bounded(), self._loop)
 
@@ -84,8 +88,8 @@ async def run_scripted(conv: Conversation, target: AsyncTarget, probe: bool = Tr
         t0 = time.perf_counter()
         try:
             resp = await target(list(history))
-        except Exception as exc:  # noqa: BLE001 - a target failure fails this item only
-            record_error(conv, exc, f"turn {turn.index}")
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - fails this item only
+            record_error(conv, exc, f"turn {turn.index + 1}")
             return conv
         turn.latency_s = round(time.perf_counter() - t0, 6)
         turn.answer = resp.answer
@@ -106,8 +110,8 @@ async def probe_standalone(conv: Conversation, target: AsyncTarget) -> None:
         turn.standalone_answer = resp.answer
         turn.standalone_contexts = list(resp.contexts)
 
-    results = await asyncio.gather(*(one(t) for t in todo), return_exceptions=True)
+    results = await asyncio.gather(*(one(t) for t in todo), return_exceptions=True)  # BaseExceptions too
     for turn, res in zip(todo, results, strict=True):
         if isinstance(res, BaseException):
-            record_error(conv, res, f"stand-alone probe of turn {turn.index}")
+            record_error(conv, res, f"stand-alone probe of turn {turn.index + 1}")
             return

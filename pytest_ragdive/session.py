@@ -242,11 +242,16 @@ class RagdiveSession:
         from .aggregate import aggregate
 
         convs = list(self.collected.values())
-        suites = self.cfg.selected_suites()
+        ran = {c.suite for c in convs}
+        suites = [s for s in self.cfg.selected_suites() if s in ran]
         self.results = {s: aggregate(s, [c for c in convs if c.suite == s]) for s in suites}
         failed = False
-        if not convs:
-            self.notes.append("no ragdive conversation was run (all deselected?)")
+        not_run = [s for s in self.cfg.selected_suites() if s not in ran]
+        if not_run:
+            self.notes.append(
+                f"no conversation of suite(s) {', '.join(not_run)} finished (deselected, or every item errored "
+                "before running): not gated" + ("" if convs else ", no report written")
+            )
         planned = len(self.plans())
         partial = len(convs) < planned
         if partial and convs:
@@ -299,7 +304,7 @@ class RagdiveSession:
                 failed = True
         if failed:
             session.testsfailed += 1
-        if self.cfg.report_dir:
+        if self.cfg.report_dir and convs:
             from .report import write_reports
 
             stats = self.merged_llm_stats()
@@ -382,7 +387,7 @@ class RagdiveSession:
             if better:
                 lines.append("improvements (consider --ragdive-update-baseline):")
                 lines += ["  " + r.line() for r in better]
-        elif self.active and not self.cfg.update_baseline:
+        elif self.active and not self.cfg.update_baseline and not self.cfg.baseline:
             lines.append("")
             lines.append("no baseline given: metrics shown, nothing gated (use --ragdive-baseline=PATH)")
         if self.baseline_written is not None:

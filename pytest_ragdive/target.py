@@ -69,7 +69,8 @@ def as_async(target: Callable[..., Any]) -> AsyncTarget:
 
 
 def load_target(spec: str) -> Callable[..., Any]:
-    """Import ``package.module:attribute``; a factory taking no arguments is called."""
+    """Import ``package.module:attribute``. A class, or a function taking no
+    arguments, is a factory: it is called and its result is the target."""
     mod_name, _, attr = spec.partition(":")
     try:
         mod = importlib.import_module(mod_name)
@@ -80,6 +81,16 @@ def load_target(spec: str) -> Callable[..., Any]:
         if not hasattr(obj, part):
             raise TargetError(f"target {spec!r}: {mod_name} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if inspect.isclass(obj):
+    if inspect.isclass(obj) or _is_factory(obj):
         obj = obj()
     return obj
+
+
+def _is_factory(obj: Any) -> bool:
+    """A function that takes no arguments builds the target (``make_bot``)."""
+    if not inspect.isfunction(obj):
+        return False
+    params = inspect.signature(obj).parameters.values()
+    return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) and not any(
+        p.kind is p.VAR_POSITIONAL for p in params
+    )

@@ -99,9 +99,9 @@ def test_score_conversation_means_failures_and_probe() -> None:
     t1 = conv.turns[1]
     assert t1.scores["safety_pass_rate"] == 0.0
     assert t1.scores["correctness"] == 0.0
-    assert conv.failures == [
-        "turn 1: answer states forbidden text 'instant refund'",
-        "turn 1: answer states forbidden text 'guaranteed refund'",
+    assert conv.failures == [  # turns are numbered from 1 for people (index 1 is turn 2)
+        "turn 2: answer states forbidden text 'instant refund'",
+        "turn 2: answer states forbidden text 'guaranteed refund'",
     ]
     assert conv.scores["safety_pass_rate"] == pytest.approx(0.5)
     assert conv.scores["correctness"] == pytest.approx(0.5)

@@ -18,7 +18,7 @@ def test_user_test_is_parametrized_over_conversations(toy: pytest.Pytester) -> N
     )
     res = toy.runpytest("-v", "-p", "no:cacheprovider", "test_mine.py")
     res.assert_outcomes(passed=5)
-    res.stdout.fnmatch_lines(["*test_every_answer_is_short?core::c-colours?*PASSED*"])
+    res.stdout.fnmatch_lines(["*test_every_answer_is_short?core.c-colours?*PASSED*"])
 
 
 def test_user_test_sees_scores_and_can_fail(toy: pytest.Pytester) -> None:

@@ -74,7 +74,7 @@ def safety_failures(conv: Conversation) -> list[str]:
         if turn.answer is None:
             continue
         for text in violations(turn.answer, turn.negative_assertions):
-            out.append(f"turn {turn.index}: answer states forbidden text {text!r}")
+            out.append(f"turn {turn.index + 1}: answer states forbidden text {text!r}")
     return out
 
 
