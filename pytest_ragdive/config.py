@@ -155,8 +155,20 @@ class RagdiveConfig(_Strict):
         return [n for n in names if n in self.suites]
 
     def role_model(self, role: str) -> str | None:
+        """The model of an LLM role: its own setting, else (validator) the
+        judge's, else (judge) the cascade's first model, else ``model``.
+
+        The validator defaults to the judge model because a model checks its
+        own generated turns too kindly; set ``model`` for the simulator and
+        ``llm.judge.model`` to get two different models."""
         rm: RoleModel = getattr(self.llm, role)
-        return rm.model or self.model
+        if rm.model:
+            return rm.model
+        if role == "validator" and self.llm.judge.model:
+            return self.llm.judge.model
+        if role in ("judge", "validator") and self.judge_cascade:
+            return self.judge_cascade[0]
+        return self.model
 
     def llm_enabled(self) -> bool:
         if self.backend == "offline":

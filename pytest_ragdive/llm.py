@@ -271,6 +271,10 @@ class LLMClient:
     def _api_key(self) -> str | None:
         env = self.cfg.llm.api_key_env
         if not env:
+            # litellm finds the provider's usual variable itself; the lean HTTP
+            # path honours the OpenAI one as litellm does
+            if self.cfg.llm.transport == "openai_http":
+                return os.environ.get("OPENAI_API_KEY") or None
             return None
         key = os.environ.get(env)
         if not key:

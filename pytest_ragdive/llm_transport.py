@@ -8,7 +8,6 @@ import asyncio
 import email.utils
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -192,28 +191,59 @@ def _import_litellm() -> Any:
     return litellm
 
 
-def _cost_if_litellm_loaded(model: str, pt: int, ct: int, unpriced: set[str]) -> float | None:
-    """Cost from litellm's (local) price map, only if litellm is imported already."""
-    litellm = sys.modules.get("litellm")
-    if litellm is None or model in unpriced:
-        return None
-    try:
-        a, b = litellm.cost_per_token(model=model, prompt_tokens=pt, completion_tokens=ct)
-        return float(a) + float(b)
-    except Exception:
-        unpriced.add(model)  # litellm has no price for it: do not ask again
-        return None
+class PriceMap:
+    """Per-token prices from the price map that litellm ships (read as JSON,
+    without importing litellm), for the lean HTTP path. Unknown models are
+    priced None."""
+
+    def __init__(self) -> None:
+        self._prices: dict[str, Any] | None = None
+
+    def _load(self) -> dict[str, Any]:
+        if self._prices is None:
+            self._prices = {}
+            try:
+                import importlib.util
+
+                spec = importlib.util.find_spec("litellm")
+                locations = list(spec.submodule_search_locations or []) if spec else []
+                for loc in locations:
+                    path = os.path.join(loc, "model_prices_and_context_window_backup.json")
+                    if os.path.isfile(path):
+                        with open(path, encoding="utf-8") as fh:
+                            self._prices = json.load(fh)
+                        break
+            except (OSError, ValueError, ImportError):
+                self._prices = {}
+        return self._prices
+
+    def cost(self, model: str, pt: int, ct: int) -> float | None:
+        prices = self._load()
+        entry = prices.get(model)
+        if entry is None:
+            for p in _STRIP_PREFIXES:
+                if model.startswith(p):
+                    entry = prices.get(model[len(p) :])
+                    break
+        if not isinstance(entry, dict):
+            return None
+        inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        if not isinstance(inp, (int, float)) or not isinstance(out, (int, float)):
+            return None
+        return pt * float(inp) + ct * float(out)
 
 
 class _OpenAIHTTPTransport:
     name = "openai_http"
 
     def __init__(self, api_base: str | None, concurrency: int) -> None:
-        self.url = (api_base or OPENAI_DEFAULT_BASE).rstrip("/") + "/chat/completions"
+        # as litellm does for openai/ models: the configured base, else the environment's
+        base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
+        self.url = base.rstrip("/") + "/chat/completions"
         self.concurrency = concurrency
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.unpriced: set[str] = set()
+        self.prices = PriceMap()
 
     def supports_schema(self, model: str) -> bool:
         return True
@@ -293,6 +323,6 @@ class _OpenAIHTTPTransport:
             prompt_tokens=pt,
             completion_tokens=ct,
             finish_reason=choice.get("finish_reason"),
-            cost_usd=_cost_if_litellm_loaded(model, pt, ct, self.unpriced),
+            cost_usd=self.prices.cost(model, pt, ct),
             created=time.time(),
         )

@@ -59,7 +59,7 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
         raise golden.GoldenError(f"suite {suite!r}: ids used twice across its files: {', '.join(dup[:5])}")
     gen_specs: list[dict[str, Any]] = []
     if sc.generated is not None:
-        if not llm_enabled:
+        if not llm_enabled or not cfg.role_model("simulator"):
             notes.append(
                 f"suite {suite}: generated conversations skipped (no model configured; set --ragdive-model "
                 "or [tool.ragdive] model to run the RAG-DIVE generator)"
@@ -99,7 +99,10 @@ def _load_logs(cfg: RagdiveConfig, path: str, suite: str) -> list[Conversation]:
     except (RagdiveFormatError, OSError) as e:
         raise golden.GoldenError(f"{path}: {e}") from None
     out = []
+    ids = [c.id for c in convs]
     for c in convs:
+        if ids.count(c.id) > 1:  # an export of several runs: one script per run
+            c = c.model_copy(update={"id": f"{c.id}-run{c.run}"})
         turns = [
             t.model_copy(update={"answer": None, "contexts": [], "citations": [], "scores": {}, "verdicts": {}, "flags": []})
             for t in c.turns

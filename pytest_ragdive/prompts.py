@@ -10,6 +10,7 @@ its version. Untrusted text (documents, contexts, answers) goes through
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ def fence(text: str, name: str) -> str:
     the text is neutralised as well.
     """
     tag = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-    safe = text.replace("<<<", "<\u200b<<").replace(">>>", ">>\u200b>")
+    # no two angle brackets stay adjacent, so no marker-like "<<<" or ">>>" survives
+    safe = re.sub(r"([<>])(?=[<>])", "\\1\u200b", text)
     label = name.upper()
     return f"<<<BEGIN {label} {tag}>>>\n{safe}\n<<<END {label} {tag}>>>"

@@ -112,6 +112,7 @@ def summary_md(
     gate: list[GateRow] | None,
     convs: list[Conversation],
     notes: list[str],
+    extra: dict[str, Any] | None = None,
 ) -> str:
     lines = ["# ragdive quality gate", ""]
     if gate is not None:
@@ -142,6 +143,7 @@ def summary_md(
             ci = "n/a" if mv.ci_low is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
             lines.append(f"| {suite} | {name} | {_f(mv.value)} | {ci} | {mv.n} |")
     lines += per_turn_md(results)
+    lines += generated_md(extra or {})
     errors = [c for c in convs if c.error]
     if errors:
         lines += ["", "## Conversations that errored", ""]
@@ -170,6 +172,32 @@ def per_turn_md(results: dict[str, SuiteResult]) -> list[str]:
     return out
 
 
+def generated_md(extra: dict[str, Any]) -> list[str]:
+    """Validator counts per role and question diversity per turn index (RAG-DIVE)."""
+    out: list[str] = []
+    for suite, v in (extra.get("validation") or {}).items():
+        out += ["", f"## {suite}: generated conversations (validator)", ""]
+        out.append("| role | candidates | invalid | regenerated | recovered | dropped | flagged | turns kept |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        rows = list((v.get("by_role") or {}).items()) + [("all", v)]
+        for role, c in rows:
+            out.append(
+                f"| {role} | {c.get('candidates', 0)} | {c.get('invalid', 0)} | {c.get('regenerations', 0)} | "
+                f"{c.get('recovered', 0)} | {c.get('dropped', 0)} | {c.get('flagged', 0)} | {c.get('turns', 0)} |"
+            )
+        checks = {k: n for k, n in (v.get("by_check") or {}).items() if n}
+        if checks:
+            out += ["", "Failed checks: " + ", ".join(f"{k} {n}" for k, n in sorted(checks.items()))]
+        div = (extra.get("diversity") or {}).get(suite) or {}
+        if div:
+            idx = sorted(div, key=int)
+            out += ["", "Share of distinct questions across runs, by turn (RAG-DIVE Table 3):", ""]
+            out.append("| " + " | ".join(f"turn {int(i) + 1}" for i in idx) + " |")
+            out.append("|" + "---|" * len(idx))
+            out.append("| " + " | ".join(_f(div[i], ".2f") for i in idx) + " |")
+    return out
+
+
 def write_reports(
     report_dir: Path,
     results: dict[str, SuiteResult],
@@ -187,7 +215,7 @@ def write_reports(
         p = report_dir / "ragdive-junit.xml"
         p.write_text(junit_xml(gate, results), encoding="utf-8")
         written.append(p)
-    md = summary_md(results, gate, convs, notes)
+    md = summary_md(results, gate, convs, notes, extra)
     p = report_dir / "summary.md"
     p.write_text(md, encoding="utf-8")
     written.append(p)

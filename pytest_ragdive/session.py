@@ -345,7 +345,8 @@ class RagdiveSession:
                 sc = self.cfg.suites[suite]
                 corpus = sc.generated.corpus if sc.generated and sc.generated.corpus else self.cfg.corpus
                 docs = self.pipeline.corpus(corpus) if corpus else {}
-                write_ragdive(self.cfg.path(self.cfg.report_dir) / f"ragdive_{suite}.json", mine, docs)
+                ok = [c for c in mine if c.error is None and c.turns]
+                write_ragdive(self.cfg.path(self.cfg.report_dir) / f"ragdive_{suite}.json", ok, docs)
         return out
 
     def validation_lines(self) -> list[str]:
@@ -487,9 +488,12 @@ class ActiveHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.close()
         if is_worker(session.config):
+            out = session.config.workeroutput  # type: ignore[attr-defined]
             stats = self.sess.local_llm_stats()
             if stats is not None:
-                session.config.workeroutput["ragdive_llm_stats"] = json.dumps(stats)  # type: ignore[attr-defined]
+                out["ragdive_llm_stats"] = json.dumps(stats)
+            if self.sess.fatal:
+                out["ragdive_fatal"] = json.dumps(self.sess.fatal)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.sess.config) or self.sess.config.option.collectonly:
@@ -515,6 +519,9 @@ class XdistHooks:
         data = out.get("ragdive_llm_stats")
         if data:
             self.sess.worker_llm_stats.append(json.loads(data))
+        for msg in json.loads(out.get("ragdive_fatal") or "[]"):
+            if msg not in self.sess.fatal:
+                self.sess.fatal.append(msg)
 
 
 def activate(config: pytest.Config, asked: bool) -> None:

@@ -367,17 +367,26 @@ def test_changed_answer_makes_the_next_turn_diverge(server: FakeLLMServer, tmp_p
     assert server.request_count == n + 2
 
 
-def test_target_exceptions_propagate(server: FakeLLMServer, tmp_path: Path) -> None:
-    def broken(messages: list[dict[str, str]]) -> TargetResponse:
-        raise RuntimeError("chatbot down")
+def test_target_exception_keeps_the_finished_turns(server: FakeLLMServer, tmp_path: Path) -> None:
+    calls = {"n": 0}
 
-    async def go() -> None:
+    def breaks_on_turn_2(messages: list[dict[str, str]]) -> TargetResponse:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("chatbot down")
+        return TargetResponse(answer="An answer.")
+
+    async def go():
         [role] = load_roles(["default"])
         async with make_client(server, tmp_path / "cache") as client:
-            await run_generated(spec_for(GeneratedConfig()), DOC, role, as_async(broken), client, GeneratedConfig(), 0)
+            return await run_generated(
+                spec_for(GeneratedConfig(turns=3)), DOC, role, as_async(breaks_on_turn_2), client, GeneratedConfig(turns=3), 0
+            )
 
-    with pytest.raises(RuntimeError, match="chatbot down"):
-        asyncio.run(go())
+    conv = asyncio.run(go())
+    assert conv.error is not None and "turn 2" in conv.error and "chatbot down" in conv.error
+    assert len(conv.turns) == 1 and conv.turns[0].answer == "An answer."
+    assert conv.meta["validation"]["candidates"] >= 2  # the counts of the work done survive
 
 
 def test_generator_requests_use_the_simulator_seed_and_json(server: FakeLLMServer, tmp_path: Path) -> None:

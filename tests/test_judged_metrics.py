@@ -439,3 +439,16 @@ def test_rerun_is_served_by_the_cache(tmp_path: Any) -> None:
     assert second.meta["judge_calls"]["cached"] == 10 and first.meta["judge_calls"]["cached"] == 0
     assert second.scores == first.scores
     assert second.verdicts["forgetfulness"] == first.verdicts["forgetfulness"]
+
+
+def test_reference_of_a_long_document_is_the_generators_window() -> None:
+    from pytest_ragdive.metrics.judged import MAX_REFERENCE_CHARS, reference_text
+
+    text = "a" * (3 * MAX_REFERENCE_CHARS) + " NEEDLE " + "b" * MAX_REFERENCE_CHARS
+    at = text.index("NEEDLE")
+    doc = Document(id="long", title="Long", text=text)
+    conv = Conversation(id="c", document_id="long", meta={"window": {"start": at - 100, "end": at + 100, "of": len(text)}})
+    turn = Turn(rag_input="q")
+    assert "NEEDLE" in reference_text(conv, turn, {"long": doc})
+    conv.meta = {}
+    assert "NEEDLE" not in reference_text(conv, turn, {"long": doc})

@@ -101,6 +101,8 @@ def test_generated_suite_is_gated_and_replayed_from_cache(llm_toy) -> None:
     assert data["validation"]["core"]["candidates"] >= 6
     assert data["llm"] is not None
     assert (pytester.path / "report" / "ragdive_core.json").is_file()
+    md = (pytester.path / "report" / "summary.md").read_text()
+    assert "core: generated conversations (validator)" in md and "| referrer |" in md
 
     # the same chatbot again: everything replays from the cache, the gate passes
     res = pytester.runpytest_subprocess("--ragdive-baseline=b.json")
@@ -165,3 +167,36 @@ def test_max_cost_stops_the_run_and_says_what_was_spent(llm_toy) -> None:
     assert res.ret == 1
     res.stdout.fnmatch_lines(["ERROR: BudgetExceeded*gpt-4o-mini*"])
     assert server.request_count < 20  # it stopped early instead of running every call
+
+
+def test_max_cost_also_holds_on_the_lean_http_path(llm_toy) -> None:
+    """openai_http prices calls from litellm's bundled price map without importing litellm."""
+    pytester, server = llm_toy
+    text = (pytester.path / "pyproject.toml").read_text().replace('model = "openai/fake-model"', 'model = "openai/gpt-4o-mini"')
+    (pytester.path / "pyproject.toml").write_text(text)
+    res = pytester.runpytest_subprocess("--ragdive-suite=core", "--ragdive-max-cost=0.000001", "--ragdive-concurrency=1")
+    assert res.ret == 1
+    res.stdout.fnmatch_lines(["ERROR: BudgetExceeded*gpt-4o-mini*"])
+
+
+def test_lean_http_path_honours_the_openai_environment(llm_toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester, server = llm_toy
+    text = (pytester.path / "pyproject.toml").read_text()
+    text = text.replace(f'api_base = "{server.url}"\n', "").replace(f'api_key_env = "{FAKE_KEY_ENV}"\n', "")
+    (pytester.path / "pyproject.toml").write_text(text)
+    monkeypatch.setenv("OPENAI_API_BASE", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    pytester.runpytest_subprocess("--ragdive-suite=core").assert_outcomes(passed=3)
+    assert server.request_count > 0
+    assert all(h.get("authorization") == "Bearer sk-from-the-environment" for h in server.request_headers)
+
+
+def test_roles_default_sensibly() -> None:
+    from pytest_ragdive.config import RagdiveConfig
+
+    cfg = RagdiveConfig.model_validate({"model": "gen-model", "llm": {"judge": {"model": "judge-model"}}})
+    assert cfg.role_model("simulator") == "gen-model"
+    assert cfg.role_model("validator") == "judge-model"  # not the generator's own model
+    cascade = RagdiveConfig.model_validate({"judge_cascade": ["cheap", "strong"]})
+    assert cascade.llm_enabled() and cascade.role_model("judge") == "cheap"
+    assert cascade.role_model("simulator") is None

@@ -401,7 +401,16 @@ def reference_text(conv: Conversation, turn: Turn, documents: Mapping[str, Docum
     """The reference document: the conversation's document, else the turn's relevant documents."""
     doc = documents.get(conv.document_id) if conv.document_id else None
     if doc is not None:
-        texts = [doc.text]
+        window = conv.meta.get("window")
+        if isinstance(window, dict) and len(doc.text) > MAX_REFERENCE_CHARS:
+            # a generated conversation about a long document: the part the
+            # simulator saw (and took its ground truths from)
+            start, end = int(window.get("start", 0)), int(window.get("end", len(doc.text)))
+            mid = (start + end) // 2
+            lo = max(0, min(mid - MAX_REFERENCE_CHARS // 2, len(doc.text) - MAX_REFERENCE_CHARS))
+            texts = [doc.text[lo : lo + MAX_REFERENCE_CHARS]]
+        else:
+            texts = [doc.text]
     else:
         texts = [documents[d].text for d in dict.fromkeys(turn.relevant_doc_ids) if d in documents]
     text = "\n\n".join(t for t in texts if t)

@@ -312,6 +312,7 @@ async def run_generated(
     prompt = first_prompt
     counts = ValidationCounts()
     kept: list[Turn] = []
+    target_error: tuple[BaseException, int] | None = None
     history: list[dict[str, str]] = []
     last_dropped = False
 
@@ -384,7 +385,11 @@ async def run_generated(
         )
         history.append({"role": "user", "content": turn.rag_input})
         t0 = time.perf_counter()
-        resp = await target([dict(m) for m in history])
+        try:
+            resp = await target([dict(m) for m in history])
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - keep the finished turns
+            target_error = (exc, len(kept) + 1)
+            break
         turn.latency_s = round(time.perf_counter() - t0, 6)
         turn.answer = resp.answer
         turn.contexts = list(resp.contexts)
@@ -394,7 +399,7 @@ async def run_generated(
         counts.turns += 1
 
     stats = ValidationStats.for_role(role.name, counts)
-    return Conversation(
+    conv = Conversation(
         id=spec.id,
         suite=spec.suite,
         run=run,
@@ -409,3 +414,8 @@ async def run_generated(
             "planned_turns": spec.turns,
         },
     )
+    if target_error is not None:
+        from ..runner import record_error
+
+        record_error(conv, target_error[0], f"turn {target_error[1]}")
+    return conv
