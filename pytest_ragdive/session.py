@@ -67,6 +67,7 @@ class RagdiveSession:
         self.pipeline = Pipeline(cfg)
         self._target: AsyncTarget | None = None
         self._prefetched = False
+        self.next_item: pytest.Item | None = None
         self.collected: dict[str, Conversation] = {}
         self.results: dict[str, SuiteResult] = {}
         self.gate_rows: list[GateRow] | None = None
@@ -184,16 +185,20 @@ class RagdiveSession:
         if self._target is None:
             self._target = as_async(target)
         atarget = self._target
+        from .items import RagdiveItem
+
         if not self._prefetched and item is not None and not is_worker(self.config):
             # A plain run: start every selected conversation now so that they
             # progress concurrently while pytest reports them one by one.
             self._prefetched = True
-            from .items import RagdiveItem
-
             for it in item.session.items:
                 if isinstance(it, RagdiveItem):
                     self.pipeline.submit(it.plan, atarget)
-        return self.pipeline.submit(plan, atarget).result()
+        fut = self.pipeline.submit(plan, atarget)
+        if is_worker(self.config) and isinstance(self.next_item, RagdiveItem):
+            # an xdist worker knows only its next item: keep that one in flight too
+            self.pipeline.submit(self.next_item.plan, atarget)
+        return fut.result()
 
     def fail_if_broken(self, conv: Conversation) -> None:
         if conv.error:
@@ -458,6 +463,10 @@ class ActiveHooks:
 
         anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
         items.extend(build_items(session, anchor, self.sess.plans(), self.dirs))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        self.sess.next_item = nextitem
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
