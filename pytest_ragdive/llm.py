@@ -421,26 +421,14 @@ class LLMClient:
         costs = [r.cost_usd for r, c in ((r1, c1), (r2, c2)) if not c and r.cost_usd is not None]
         pt = tokens[0] + (r2.prompt_tokens if not c2 else 0)
         ct = tokens[1] + (r2.completion_tokens if not c2 else 0)
+        error = None
         if value is None:
             self._stats.bump(role, model, invalid_outputs=1)
             error = f"invalid output after one repair: {err2} (first reply: {err})"
-            return LLMResult(
-                None,
-                r2.content,
-                error,
-                c1 and c2,
-                r2.model or model,
-                role,
-                prompt_id,
-                True,
-                pt,
-                ct,
-                sum(costs) if costs else None,
-            )
         return LLMResult(
             value,
             r2.content,
-            None,
+            error,
             c1 and c2,
             r2.model or model,
             role,

@@ -98,32 +98,28 @@ def tokenize_query(text: str) -> list[str]:
     return tokenize(_QUESTION_PHRASES.sub(" ", text))
 
 
+# (pattern on the lower-cased question, answer type), first match wins
+_QUESTION_TYPES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), kind)
+    for pattern, kind in (
+        (r"\bhow (long|soon|fast|quickly)\b|\bhow much (extra )?time\b|\bwhen will\b", "duration"),
+        (r"\bwhen (was|were|did)\b|\bwhat date\b|\bwhich (day|date)\b", "date"),
+        (r"\bwhen (does|do|is|are)\b|\b(what|which) time\b", "time"),
+        (r"\bhow (far|close)\b", "distance"),
+        (r"\bhow much (does|do|is|are|will|would|did)\b|\b(cost|costs|price|prices|priced|fee|fees|cheaper)\b", "money"),
+        (r"\b(which|what) plans?\b|\bavailable (on|in|with)\b", "plan"),
+        (r"\bmean\b|\bmeaning\b", "definition"),
+        (r"\b(error|code)\b", "code"),
+        (r"\bhow many\b|\b(limit|limits|maximum)\b", "number"),
+        (r"\b(how|where) (do|can|should) (i|we)\b|\bhow to\b", "procedure"),
+    )
+)
+
+
 def answer_type(text: str) -> str | None:
     """What kind of answer a question asks for (None when it does not say)."""
     low = text.lower()
-    if re.search(r"\bhow (long|soon|fast|quickly)\b|\bhow much (extra )?time\b|\bwhen will\b", low):
-        return "duration"
-    if re.search(r"\bwhen (was|were|did)\b|\bwhat date\b|\bwhich (day|date)\b", low):
-        return "date"
-    if re.search(r"\bwhen (does|do|is|are)\b|\b(what|which) time\b", low):
-        return "time"
-    if re.search(r"\bhow (far|close)\b", low):
-        return "distance"
-    if re.search(
-        r"\bhow much (does|do|is|are|will|would|did)\b|\b(cost|costs|price|prices|priced|fee|fees|cheaper)\b", low
-    ):
-        return "money"
-    if re.search(r"\b(which|what) plans?\b|\bavailable (on|in|with)\b", low):
-        return "plan"
-    if re.search(r"\bmean\b|\bmeaning\b", low):
-        return "definition"
-    if re.search(r"\b(error|code)\b", low):
-        return "code"
-    if re.search(r"\bhow many\b|\b(limit|limits|maximum)\b", low):
-        return "number"
-    if re.search(r"\b(how|where) (do|can|should) (i|we)\b|\bhow to\b", low):
-        return "procedure"
-    return None
+    return next((kind for pattern, kind in _QUESTION_TYPES if pattern.search(low)), None)
 
 
 _DURATION = re.compile(
