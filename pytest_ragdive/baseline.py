@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from .metrics.registry import METRICS
+from .metrics.registry import ARROW, METRICS
 from .records import Baseline, BaselineMetric, SuiteResult
 
 EPS = 1e-9
@@ -44,6 +44,10 @@ class GateRow(BaseModel):
         return self.verdict in ("regression", "no data", "not in baseline")
 
     @property
+    def band_text(self) -> str:
+        return "n/a" if self.band_low is None or self.band_high is None else f"[{self.band_low:.4f}, {self.band_high:.4f}]"
+
+    @property
     def delta_text(self) -> str:
         # round first, and + 0.0, so that a tiny negative difference prints as +0.0000
         return "n/a" if self.delta is None else f"{round(self.delta, 4) + 0.0:+.4f}"
@@ -52,8 +56,8 @@ class GateRow(BaseModel):
         def f(x: float | None) -> str:
             return "n/a" if x is None else f"{x:.4f}"
 
-        arrow = "↑" if self.direction == "higher" else "↓"
-        band = f"[{f(self.band_low)}, {f(self.band_high)}]"
+        arrow = ARROW[self.direction]
+        band = self.band_text
         delta = self.delta_text
         return (
             f"{self.suite}/{self.metric} ({arrow} better): current {f(self.current)}, "

@@ -10,6 +10,7 @@ registers its options, markers and fixtures.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -47,22 +48,25 @@ def _asked(config: pytest.Config) -> bool:
     )
 
 
+def config_dirs(config: pytest.Config) -> list[Path]:
+    """Where the ragdive config may live, in order: beside the ini file, the
+    rootdir, the invocation dir, then the directories given as arguments."""
+    dirs = [config.inipath.parent] if config.inipath is not None else []
+    dirs += [config.rootpath, config.invocation_params.dir]
+    for arg in config.args:
+        p = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        dirs.append(p if p.is_dir() else p.parent)
+    return list(dict.fromkeys(dirs))
+
+
 def _autorun_configured(config: pytest.Config) -> bool:
     """Cheap check for ``autorun = true`` (a text search, no config machinery)
-    in the files where the config may live: the --ragdive-config file, else
-    ragdive.yaml / pyproject.toml beside the ini file, in rootdir, in the
-    invocation dir and in the directories given as arguments."""
+    in the --ragdive-config file, else in the config candidates of every dir."""
     explicit = config.getoption("ragdive_config", default=None)
     if explicit:
         files = [config.invocation_params.dir / explicit]
     else:
-        dirs = {config.rootpath, config.invocation_params.dir}
-        if config.inipath is not None:
-            dirs.add(config.inipath.parent)
-        for arg in config.args:
-            p = config.invocation_params.dir / arg.split("::")[0]
-            dirs.add(p if p.is_dir() else p.parent)
-        files = [d / n for d in dirs for n in ("ragdive.yaml", "ragdive.yml", "pyproject.toml")]
+        files = [d / n for d in config_dirs(config) for n in ("ragdive.yaml", "ragdive.yml", "pyproject.toml")]
     for path in files:
         try:
             text = path.read_text(encoding="utf-8")

@@ -8,12 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from .baseline import GateRow
-from .metrics.registry import METRICS
-from .records import Conversation, SuiteResult
+from .metrics.registry import ARROW, METRICS
+from .records import Conversation, MetricValue, SuiteResult
 
 
 def _f(x: float | None, fmt: str = ".4f") -> str:
     return "n/a" if x is None else format(x, fmt)
+
+
+def _ci(mv: MetricValue) -> str:
+    return "n/a" if mv.ci_low is None or mv.ci_high is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -28,20 +32,17 @@ def metrics_lines(results: dict[str, SuiteResult]) -> list[str]:
     rows = []
     for suite, res in results.items():
         for name, mv in res.metrics.items():
-            arrow = "↑" if METRICS[name].direction == "higher" else "↓"
-            ci = "n/a" if mv.ci_low is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
-            rows.append([suite, f"{name} {arrow}", _f(mv.value), ci, str(mv.n)])
+            rows.append([suite, f"{name} {ARROW[METRICS[name].direction]}", _f(mv.value), _ci(mv), str(mv.n)])
     return _table(["suite", "metric", "value", "95% CI", "n"], rows)
 
 
 def gate_lines(rows: list[GateRow]) -> list[str]:
     body = []
     for r in rows:
-        band = "n/a" if r.band_low is None else f"[{r.band_low:.4f}, {r.band_high:.4f}]"
-        delta = r.delta_text
         verdict = r.verdict.upper() if r.failed else r.verdict
-        arrow = "↑" if r.direction == "higher" else "↓"
-        body.append([r.suite, f"{r.metric} {arrow}", band, f"{r.tolerance:g}", _f(r.current), delta, verdict])
+        body.append(
+            [r.suite, f"{r.metric} {ARROW[r.direction]}", r.band_text, f"{r.tolerance:g}", _f(r.current), r.delta_text, verdict]
+        )
     return _table(["suite", "metric", "baseline band", "tol", "current", "delta", "verdict"], body)
 
 
@@ -122,10 +123,8 @@ def summary_md(
         lines.append("| suite | metric | baseline band | tol | current | delta | verdict |")
         lines.append("|---|---|---|---|---|---|---|")
         for r in gate:
-            band = "n/a" if r.band_low is None else f"[{r.band_low:.4f}, {r.band_high:.4f}]"
-            delta = r.delta_text
             mark = "❌ " if r.failed else ("⬆ " if r.verdict == "improvement" else "")
-            lines.append(f"| {r.suite} | {r.metric} | {band} | {r.tolerance:g} | {_f(r.current)} | {delta} | {mark}{r.verdict} |")
+            lines.append(f"| {r.suite} | {r.metric} | {r.band_text} | {r.tolerance:g} | {_f(r.current)} | {r.delta_text} | {mark}{r.verdict} |")
         lines.append("")
         for r in failed:
             bad = failing_conversations([c for c in convs if c.suite == r.suite], r.metric)
@@ -140,8 +139,7 @@ def summary_md(
     lines.append("|---|---|---|---|---|")
     for suite, res in results.items():
         for name, mv in res.metrics.items():
-            ci = "n/a" if mv.ci_low is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
-            lines.append(f"| {suite} | {name} | {_f(mv.value)} | {ci} | {mv.n} |")
+            lines.append(f"| {suite} | {name} | {_f(mv.value)} | {_ci(mv)} | {mv.n} |")
     lines += per_turn_md(results)
     lines += generated_md(extra or {})
     errors = [c for c in convs if c.error]

@@ -18,7 +18,7 @@ from .baseline import BaselineError, GateRow, build_baseline, check, load_baseli
 from .config import ConfigError, RagdiveConfig, find_config_file, load_config
 from .pipeline import Pipeline
 from .planning import Plan, plan_all
-from .plugin import FLAGS
+from .plugin import FLAGS, config_dirs
 from .records import Baseline, Conversation, SuiteResult
 from .sources.golden import GoldenError
 from .target import AsyncTarget, TargetError, as_async, load_target
@@ -38,15 +38,6 @@ def cli_values(config: pytest.Config) -> dict[str, Any]:
             v = str((config.invocation_params.dir / v).resolve())
         out[key] = v
     return out
-
-
-def candidate_dirs(config: pytest.Config) -> list[Path]:
-    dirs = [config.inipath.parent] if config.inipath is not None else []
-    dirs += [config.rootpath, config.invocation_params.dir]
-    for arg in config.args:
-        p = (config.invocation_params.dir / arg.split("::")[0]).resolve()
-        dirs.append(p if p.is_dir() else p.parent)
-    return dirs
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -82,7 +73,7 @@ class RagdiveSession:
         names = {key: flag for flag, key, *_ in FLAGS}
         explicit = config.getoption("ragdive_config", default=None)
         try:
-            file = find_config_file(candidate_dirs(config), explicit)
+            file = find_config_file(config_dirs(config), explicit)
             cfg = load_config(file, cli, names, default_dir=config.invocation_params.dir)
         except ConfigError as e:
             raise pytest.UsageError(str(e)) from None

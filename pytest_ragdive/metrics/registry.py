@@ -39,5 +39,8 @@ _SPECS = (
 METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 
 
+ARROW = {"higher": "↑", "lower": "↓"}  # how reports show a metric's better side
+
+
 def direction(name: str) -> Literal["higher", "lower"]:
     return METRICS[name].direction
