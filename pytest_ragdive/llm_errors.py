@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 
+class FatalRunError(Exception):
+    """An error that ends the whole ragdive run, not one conversation: every
+    other conversation would hit it too (no budget, replay-only cache miss,
+    missing model or backend). The run fails once, with this message."""
+
+
 class LLMError(Exception):
     """Base of the LLM client's errors."""
 
 
-class LLMConfigError(LLMError):
+class LLMConfigError(LLMError, FatalRunError):
     """The LLM settings cannot work (no model for a role, a missing key variable...)."""
 
 
@@ -24,7 +30,7 @@ class LLMCallError(LLMError):
         self.status = status
 
 
-class CacheMissError(LLMError):
+class CacheMissError(LLMError, FatalRunError):
     """record_mode none and the cache has no answer for this call."""
 
     def __init__(self, role: str, model: str, prompt_id: str | None, key: str) -> None:
@@ -39,7 +45,7 @@ class CacheMissError(LLMError):
         )
 
 
-class BudgetExceeded(LLMError):
+class BudgetExceeded(LLMError, FatalRunError):
     """max_cost is spent: no new calls."""
 
     def __init__(self, spent: float, max_cost: float, breakdown: list[str]) -> None:

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from .config import RagdiveConfig
+from .llm_errors import FatalRunError
 from .planning import Plan
 from .records import Conversation, Document
 from .runner import BackgroundLoop, probe_standalone, record_error, run_scripted
 from .sources.golden import load_corpus
 from .target import AsyncTarget
-
-FATAL_ERRORS = ("BudgetExceeded", "CacheMissError", "LLMConfigError", "RagasNotInstalled")
 
 
 class Pipeline:
@@ -143,8 +142,7 @@ class Pipeline:
 
     def _note_fatal(self, exc: BaseException) -> None:
         """Budget exhaustion and replay-only cache misses end the run with one clear message."""
-        name = type(exc).__name__
-        if name in FATAL_ERRORS:
-            msg = f"{name}: {exc}"
+        if isinstance(exc, FatalRunError):
+            msg = f"{type(exc).__name__}: {exc}"
             if msg not in self.fatal:
                 self.fatal.append(msg)

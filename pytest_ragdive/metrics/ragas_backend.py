@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ..llm_errors import FatalRunError
 from ..prompts import FENCE_NOTE, fence
 from ..records import Conversation, Document, Turn
 
@@ -53,7 +54,7 @@ _SYSTEM = (
 )
 
 
-class RagasNotInstalled(ImportError):
+class RagasNotInstalled(ImportError, FatalRunError):
     """judge_backend = "ragas" was chosen but ragas cannot be imported."""
 
 
