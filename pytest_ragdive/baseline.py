@@ -16,15 +16,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .errors import BaselineError
 from .metrics.registry import ARROW, METRICS
 from .records import Baseline, BaselineMetric, SuiteResult
 
 EPS = 1e-9
 Verdict = Literal["pass", "regression", "improvement", "no data", "not in baseline"]
-
-
-class BaselineError(Exception):
-    """A baseline file that cannot be used; one line, names the file."""
 
 
 class GateRow(BaseModel):

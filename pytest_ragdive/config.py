@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .errors import ConfigError
 from .metrics.registry import METRICS
 
 SUITE_NAMES = ("core", "extended")
@@ -29,10 +30,6 @@ DEFAULT_GATE: dict[str, float] = {
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
 }
-
-
-class ConfigError(Exception):
-    """A one-line configuration error; the plugin reports it as a usage error."""
 
 
 class _Strict(BaseModel):

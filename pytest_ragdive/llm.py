@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .cache import CachedResponse, LLMCache, cache_key, canonical_json
-from .llm_errors import BudgetExceeded, CacheMissError, LLMCallError, LLMConfigError, LLMError
+from .errors import BudgetExceeded, CacheMissError, LLMCallError, LLMConfigError, LLMError
 from .llm_stats import ROLES, LLMStats, RoleStats, UsageStats
 from .llm_transport import (
     MAX_RETRY_AFTER_S,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import RagdiveConfig
-from .llm_errors import FatalRunError
+from .errors import FatalRunError
 from .planning import Plan
 from .records import Conversation, Document
 from .runner import BackgroundLoop, probe_standalone, record_error, run_scripted

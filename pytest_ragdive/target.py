@@ -14,6 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
+from .errors import TargetError
 from .records import TargetResponse
 
 History = list[dict[str, str]]
@@ -25,10 +26,6 @@ class Target(Protocol):
 
 
 AsyncTarget = Callable[[History], Awaitable[TargetResponse]]
-
-
-class TargetError(Exception):
-    """The target raised or returned something that is not a response."""
 
 
 def coerce_response(value: Any) -> TargetResponse:

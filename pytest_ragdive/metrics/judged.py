@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..errors import InvalidJudgment
 from ..prompts import FENCE_NOTE, fence, load_prompt
 from ..records import Context, Conversation, Document, Turn, Verdict
 from .registry import METRICS
@@ -146,10 +147,6 @@ class ContextRetentionJudgment(BaseModel):
 
 # --------------------------------------------------------------------------
 # scoring
-
-
-class InvalidJudgment(ValueError):
-    """A judge output that parsed but cannot be scored (e.g. wrong verdict count)."""
 
 
 def _yes(b: bool) -> str:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..llm_errors import FatalRunError
+from ..errors import RagasNotInstalled
 from ..prompts import FENCE_NOTE, fence
 from ..records import Conversation, Document, Turn
 
@@ -52,10 +52,6 @@ _SYSTEM = (
     "You are an impartial evaluator of a retrieval-augmented chatbot, following the evaluation instructions "
     "in the user message. " + FENCE_NOTE
 )
-
-
-class RagasNotInstalled(ImportError, FatalRunError):
-    """judge_backend = "ragas" was chosen but ragas cannot be imported."""
 
 
 class RagasInvalidOutput(ValueError):

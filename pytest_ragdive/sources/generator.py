@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import GeneratedConfig
+from ..errors import GenerationError
 from ..prompts import FENCE_NOTE, Prompt, fence, load_prompt
 from ..records import Conversation, Document, Turn
 from ..target import AsyncTarget
@@ -65,10 +66,6 @@ __all__ = [
 ]
 
 RUN_SEED_STRIDE = 1000
-
-
-class GenerationError(Exception):
-    """A generated suite that cannot be planned (empty corpus, unknown document)."""
 
 
 class GeneratedSpec(BaseModel):

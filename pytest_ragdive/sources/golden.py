@@ -13,11 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import GoldenError
 from ..records import Conversation, Document, QuestionType, Turn
-
-
-class GoldenError(Exception):
-    """A golden data file that cannot be read; the message names file and line."""
 
 
 class _Row(BaseModel):

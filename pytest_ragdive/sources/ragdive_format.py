@@ -28,12 +28,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from ..errors import RagdiveFormatError
 from ..records import Context, Conversation, Document, QuestionType, Turn
 from .validator import normalize_question_type
-
-
-class RagdiveFormatError(Exception):
-    """Data that is not in the RAG-DIVE format; the message names the item and key."""
 
 
 def _doc_map(documents: Iterable[Document] | Mapping[str, Document]) -> dict[str, Document]:

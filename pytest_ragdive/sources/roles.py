@@ -19,12 +19,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import RoleError
+
 BUILTIN_ROLE_DIR = Path(__file__).resolve().parent.parent / "roles"
 ROLE_SUFFIXES = (".yaml", ".yml")
-
-
-class RoleError(Exception):
-    """An unknown role or a role file that cannot be read; one-line message."""
 
 
 class Role(BaseModel):

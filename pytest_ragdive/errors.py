@@ -1,0 +1,137 @@
+"""Every exception of pytest-ragdive, in one place.
+
+Two families:
+
+- :class:`UsageError` subclasses are bad input (a config, golden file,
+  baseline, target spec or role that cannot be used). Their message is one
+  line that names the file and key; the plugin maps the whole family to
+  pytest's ``UsageError`` (exit code 4) in one place, and the command line
+  exits 4 with the message.
+- :class:`FatalRunError` subclasses end the whole run, not one conversation
+  (no budget, a replay-only cache miss, a missing model or backend): every
+  other conversation would hit them too.
+
+:func:`one_line` turns a pydantic ``ValidationError`` into the one-line form
+every loader uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class UsageError(Exception):
+    """Bad input from the user; one line. The plugin reports it as pytest's UsageError (exit 4)."""
+
+
+class ConfigError(UsageError):
+    """A one-line configuration error."""
+
+
+class GoldenError(UsageError):
+    """A golden data file that cannot be read; the message names file and line."""
+
+
+class BaselineError(UsageError):
+    """A baseline file that cannot be used; one line, names the file."""
+
+
+class RoleError(UsageError):
+    """An unknown role or a role file that cannot be read; one-line message."""
+
+
+class GenerationError(UsageError):
+    """A generated suite that cannot be planned (empty corpus, unknown document)."""
+
+
+class RagdiveFormatError(UsageError):
+    """Data that is not in the RAG-DIVE format; the message names the item and key."""
+
+
+class TargetError(Exception):
+    """The target raised or returned something that is not a response."""
+
+
+class FatalRunError(Exception):
+    """An error that ends the whole ragdive run, not one conversation: every
+    other conversation would hit it too (no budget, replay-only cache miss,
+    missing model or backend). The run fails once, with this message."""
+
+
+class LLMError(Exception):
+    """Base of the LLM client's errors."""
+
+
+class LLMConfigError(LLMError, FatalRunError):
+    """The LLM settings cannot work (no model for a role, a missing key variable...)."""
+
+
+class LLMCallError(LLMError):
+    """A call failed for good: a non-retryable error, or still failing after the retries."""
+
+    def __init__(
+        self, message: str, *, role: str = "", model: str = "", attempts: int = 0, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.role = role
+        self.model = model
+        self.attempts = attempts
+        self.status = status
+
+
+class CacheMissError(LLMError, FatalRunError):
+    """record_mode none and the cache has no answer for this call."""
+
+    def __init__(self, role: str, model: str, prompt_id: str | None, key: str) -> None:
+        self.role = role
+        self.model = model
+        self.prompt_id = prompt_id
+        self.key = key
+        super().__init__(
+            f"ragdive cache miss in record mode 'none': role {role!r}, model {model!r}, "
+            f"prompt {prompt_id or '(none)'!r} (key {key[:16]}); record it with "
+            f"--ragdive-record-mode=new_episodes and an API key, then commit the cache"
+        )
+
+
+class BudgetExceeded(LLMError, FatalRunError):
+    """max_cost is spent: no new calls."""
+
+    def __init__(self, spent: float, max_cost: float, breakdown: list[str]) -> None:
+        self.spent = spent
+        self.max_cost = max_cost
+        self.breakdown = breakdown
+        what = "; ".join(breakdown) if breakdown else "nothing priced"
+        super().__init__(f"ragdive LLM budget exhausted: spent ${spent:.4f} of max_cost ${max_cost:.4f} ({what})")
+
+
+class RagasNotInstalled(ImportError, FatalRunError):
+    """judge_backend = "ragas" was chosen but ragas cannot be imported."""
+
+
+class InvalidJudgment(ValueError):
+    """A judge output that parsed but cannot be scored (e.g. wrong verdict count)."""
+
+
+def fmt_loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    """A pydantic error location as ``a.b.0.c`` (``(top level)`` when empty)."""
+    return ".".join(str(x) for x in loc) or "(top level)"
+
+
+def one_line(err: ValidationError, *, limit: int = 1) -> str:
+    """The first ``limit`` errors of a ValidationError as ``key: message, got X`` joined by ``; ``."""
+    parts: list[str] = []
+    for first in err.errors()[:limit]:
+        msg = first["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        got = first.get("input")
+        got_s = "" if isinstance(got, (dict, list)) or first["type"] == "missing" else f", got {got!r}"
+        loc = tuple(first["loc"])
+        parts.append(f"{fmt_loc(loc)}: {msg}{got_s}" if loc else f"{msg}{got_s}")
+    more = len(err.errors()) - limit
+    if more > 0:
+        parts.append(f"(+{more} more)")
+    return "; ".join(parts)
