@@ -7,6 +7,7 @@ what ``results.json`` holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,6 +71,193 @@ class Verdict(_Record):
     model: str | None = None
 
 
+# --------------------------------------------------------------------------
+# typed run metadata (written by one stage, read by others)
+
+OTHER_CHECK = "other"  # an invalid verdict naming no known validator check
+
+
+class TurnVerdict(_Record):
+    """The outcome of validating one candidate turn."""
+
+    valid: bool
+    reason: str = ""
+    failed_checks: list[str] = Field(default_factory=list)
+    source: Literal["llm", "precheck", "parse", "validator_error"] = "llm"
+
+
+class RejectedCandidate(_Record):
+    """A generated candidate turn the validator sent back, with the reason."""
+
+    candidate: dict[str, Any] | None = None
+    reason: str = ""
+    failed_checks: list[str] = Field(default_factory=list)
+    source: str = "llm"
+
+
+class TurnGeneration(_Record):
+    """How the RAG-DIVE simulator produced one turn: its slot in the planned
+    turns, the feedback rounds, the final verdict and the rejected candidates."""
+
+    slot: int = 0
+    regenerations: int = 0
+    validation: TurnVerdict | None = None
+    rejected: list[RejectedCandidate] = Field(default_factory=list)
+
+
+class ValidationCounts(_Record):
+    """Validation counters of one conversation, one role, or a whole suite.
+
+    ``candidates``: candidate turns produced (each regeneration is one more);
+    ``invalid``: invalid verdicts (of which ``prechecked`` came from the
+    deterministic pre-check, ``malformed`` were generator replies that did not
+    parse); ``regenerations``: feedback rounds; ``accepted``: turns that ended
+    valid (``first_try`` without feedback, ``recovered`` after it);
+    ``dropped``/``flagged``: turns still invalid after ``max_regenerations``,
+    dropped or kept with the ``invalid`` flag; ``validator_errors``: validator
+    replies that did not parse (the turn was kept, flagged ``unvalidated``);
+    ``turns``: turns sent to the chatbot; ``unanswerable``: of those, turns
+    whose ground truth is "not answerable from the document";
+    ``by_check``: failed checks counted over all invalid verdicts.
+    """
+
+    candidates: int = 0
+    invalid: int = 0
+    prechecked: int = 0
+    malformed: int = 0
+    regenerations: int = 0
+    accepted: int = 0
+    first_try: int = 0
+    recovered: int = 0
+    dropped: int = 0
+    flagged: int = 0
+    validator_errors: int = 0
+    turns: int = 0
+    unanswerable: int = 0
+    by_check: dict[str, int] = Field(default_factory=dict)
+
+    def _summed(self, other: ValidationCounts) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for name in ValidationCounts.model_fields:
+            if name == "by_check":
+                continue
+            data[name] = getattr(self, name) + getattr(other, name)
+        checks = dict(self.by_check)
+        for k, v in other.by_check.items():
+            checks[k] = checks.get(k, 0) + v
+        data["by_check"] = dict(sorted(checks.items()))
+        return data
+
+    def merge(self, other: ValidationCounts) -> ValidationCounts:
+        """A new record holding the sums of both."""
+        return ValidationCounts(**self._summed(other))
+
+    def invalid_rate(self) -> float | None:
+        """Share of candidates that failed validation (the paper's 25.68 of 100)."""
+        return None if not self.candidates else self.invalid / self.candidates
+
+    def record(self, verdict: TurnVerdict) -> None:
+        """Count one candidate's verdict."""
+        self.candidates += 1
+        if verdict.source == "validator_error":
+            self.validator_errors += 1
+        if verdict.valid:
+            return
+        self.invalid += 1
+        if verdict.source == "precheck":
+            self.prechecked += 1
+        if verdict.source == "parse":
+            self.malformed += 1
+        for c in verdict.failed_checks or [OTHER_CHECK]:
+            self.by_check[c] = self.by_check.get(c, 0) + 1
+
+
+class ValidationStats(ValidationCounts):
+    """:class:`ValidationCounts` in total and per role (``by_role``)."""
+
+    by_role: dict[str, ValidationCounts] = Field(default_factory=dict)
+
+    def merge(self, other: ValidationCounts) -> ValidationStats:
+        data = self._summed(other)
+        roles = {k: v.model_copy(deep=True) for k, v in self.by_role.items()}
+        if isinstance(other, ValidationStats):
+            for role, counts in other.by_role.items():
+                roles[role] = roles[role].merge(counts) if role in roles else counts.model_copy(deep=True)
+        data["by_role"] = dict(sorted(roles.items()))
+        return ValidationStats(**data)
+
+    @classmethod
+    def for_role(cls, role: str, counts: ValidationCounts) -> ValidationStats:
+        """Stats of one conversation: the totals are the one role's counts."""
+        return cls(**counts.model_dump(), by_role={role: counts.model_copy(deep=True)})
+
+    @classmethod
+    def merge_all(cls, items: Iterable[ValidationCounts]) -> ValidationStats:
+        out = cls()
+        for item in items:
+            out = out.merge(item)
+        return out
+
+    @classmethod
+    def from_conversations(cls, convs: Iterable[Conversation]) -> ValidationStats:
+        """Merge ``conv.validation`` of every conversation that has it."""
+        return cls.merge_all(c.validation for c in convs if c.validation is not None)
+
+
+class JudgeCalls(_Record):
+    """Judge calls of one conversation (or summed over many).
+
+    ``turn``/``conversation``: calls made for turn-level / conversation-level
+    metrics (one per prompt call; with the ragas backend one per LLM call ragas
+    makes); ``by_model``: the same calls by model; ``rejudged``: items the
+    cascade sent on to a stronger model; ``cached``: calls answered by the cache.
+    """
+
+    turn: int = 0
+    conversation: int = 0
+    by_model: dict[str, int] = Field(default_factory=dict)
+    rejudged: int = 0
+    cached: int = 0
+
+    def add(self, level: str, model: str | None, cached: bool = False) -> None:
+        if level == "turn":
+            self.turn += 1
+        else:
+            self.conversation += 1
+        key = model or "?"
+        self.by_model[key] = self.by_model.get(key, 0) + 1
+        if cached:
+            self.cached += 1
+
+    def merge(self, other: JudgeCalls) -> JudgeCalls:
+        by_model = dict(self.by_model)
+        for m, n in other.by_model.items():
+            by_model[m] = by_model.get(m, 0) + n
+        return JudgeCalls(
+            turn=self.turn + other.turn,
+            conversation=self.conversation + other.conversation,
+            by_model=dict(sorted(by_model.items())),
+            rejudged=self.rejudged + other.rejudged,
+            cached=self.cached + other.cached,
+        )
+
+    @classmethod
+    def total(cls, conversations: Iterable[Conversation]) -> JudgeCalls:
+        out = cls()
+        for c in conversations:
+            if c.judge_calls is not None:
+                out = out.merge(c.judge_calls)
+        return out
+
+
+class DocWindow(_Record):
+    """The part of a long document the simulator saw (character offsets)."""
+
+    start: int
+    end: int
+    of: int
+
+
 class Turn(_Record):
     """One user turn and, once run, the target's answer and the turn's scores."""
 
@@ -91,7 +279,8 @@ class Turn(_Record):
     scores: dict[str, float | None] = Field(default_factory=dict)
     verdicts: dict[str, Verdict] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
-    meta: dict[str, Any] = Field(default_factory=dict)
+    generation: TurnGeneration | None = None  # generated turns: how the simulator produced it
+    meta: dict[str, Any] = Field(default_factory=dict)  # free for users; the plugin never reads it
 
     @property
     def question(self) -> str:
@@ -113,8 +302,15 @@ class Conversation(_Record):
     scores: dict[str, float | None] = Field(default_factory=dict)
     verdicts: dict[str, Verdict] = Field(default_factory=dict)
     error: str | None = None
+    traceback: str | None = None  # of the error, for results.json and -v
     failures: list[str] = Field(default_factory=list)
-    meta: dict[str, Any] = Field(default_factory=dict)
+    # typed run metadata (None where it does not apply)
+    seed: int | None = None  # generated: the seed of every LLM call of this conversation in this run
+    planned_turns: int | None = None  # generated: the turn budget
+    window: DocWindow | None = None  # generated: the excerpt of the document the simulator saw
+    validation: ValidationStats | None = None  # generated: the validator's counts
+    judge_calls: JudgeCalls | None = None  # LLM-judged: the judge calls made
+    meta: dict[str, Any] = Field(default_factory=dict)  # free for users; the plugin never reads it
 
     @property
     def key(self) -> str:

@@ -72,7 +72,7 @@ class BackgroundLoop:
 
 def record_error(conv: Conversation, exc: BaseException, where: str) -> None:
     conv.error = f"{where}: {type(exc).__name__}: {exc}"
-    conv.meta["traceback"] = "".join(traceback.format_exception(exc))
+    conv.traceback = "".join(traceback.format_exception(exc))
 
 
 async def run_scripted(conv: Conversation, target: AsyncTarget, probe: bool = True) -> Conversation:

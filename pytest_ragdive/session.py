@@ -193,13 +193,15 @@ class RagdiveSession:
 
     def fail_if_broken(self, conv: Conversation) -> None:
         if conv.error:
-            tb = conv.meta.get("traceback", "")
+            tb = conv.traceback or ""
             pytest.fail(f"{conv.error}\n\n{tb}".rstrip(), pytrace=False)
         if conv.source == "generated" and not conv.turns:
-            counts = conv.meta.get("validation", {})
+            counts = conv.validation
+            invalid = "?" if counts is None else counts.invalid
+            candidates = "?" if counts is None else counts.candidates
             pytest.fail(
                 "the generator produced no valid turn for this conversation "
-                f"(validator: {counts.get('invalid', '?')} invalid of {counts.get('candidates', '?')} candidates; "
+                f"(validator: {invalid} invalid of {candidates} candidates; "
                 "see results.json for the reasons)",
                 pytrace=False,
             )
@@ -320,7 +322,7 @@ class RagdiveSession:
         """Generated conversations: validator counts and diversity per suite, and
         an export in the RAG-DIVE reference format."""
         out: dict[str, Any] = {}
-        if any("judge_calls" in c.meta for c in convs):
+        if any(c.judge_calls is not None for c in convs):
             from .metrics.judged import total_judge_calls
 
             out["judge_calls"] = total_judge_calls(convs)
@@ -328,8 +330,8 @@ class RagdiveSession:
         if not gen:
             return out
         from .diversity import diversity_by_turn
+        from .records import ValidationStats
         from .sources.ragdive_format import write_ragdive
-        from .sources.validator import ValidationStats
 
         out["validation"] = {}
         out["diversity"] = {}
@@ -349,7 +351,7 @@ class RagdiveSession:
         gen = [c for c in self.collected.values() if c.source == "generated"]
         if not gen:
             return []
-        from .sources.validator import ValidationStats
+        from .records import ValidationStats
 
         st = ValidationStats.from_conversations(gen)
         checks = ", ".join(f"{k} {v}" for k, v in sorted(st.by_check.items()) if v) or "none"
@@ -390,7 +392,7 @@ class RagdiveSession:
         if self.baseline_written is not None:
             lines.append(f"baseline written to {self.baseline_written}")
         lines += self.validation_lines()
-        if any("judge_calls" in c.meta for c in self.collected.values()):
+        if any(c.judge_calls is not None for c in self.collected.values()):
             from .metrics.judged import total_judge_calls
 
             jc = total_judge_calls(self.collected.values())

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_ragdive.config import GeneratedConfig
-from pytest_ragdive.records import Conversation
+from pytest_ragdive.records import Conversation, ValidationStats
 from pytest_ragdive.sources.generator import plan_generated, run_generated
 from pytest_ragdive.sources.roles import load_roles
-from pytest_ragdive.sources.validator import ValidationStats
 from pytest_ragdive.target import as_async
 from pytest_ragdive.testing import FakeLLMServer, config_for
 

@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from pytest_ragdive.config import GeneratedConfig
-from pytest_ragdive.records import Context, Conversation, Document, TargetResponse
+from pytest_ragdive.records import Context, Conversation, Document, TargetResponse, ValidationStats
 from pytest_ragdive.sources.generator import GeneratedSpec, conversation_seed, plan_generated, run_generated
 from pytest_ragdive.sources.roles import load_roles
-from pytest_ragdive.sources.validator import ValidationStats
 from pytest_ragdive.target import as_async
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
@@ -169,7 +168,7 @@ def script(server: FakeLLMServer) -> Script:
 
 
 def stats(conv: Conversation) -> ValidationStats:
-    return ValidationStats.model_validate(conv.meta["validation"])
+    return ValidationStats.model_validate(conv.validation.model_dump())
 
 
 # --------------------------------------------------------------------------
@@ -210,7 +209,7 @@ def test_multi_turn_conversation_is_generated(server: FakeLLMServer, tmp_path: P
     s = stats(conv)
     assert (s.candidates, s.invalid, s.first_try, s.accepted, s.turns) == (3, 0, 3, 3, 3)
     assert s.by_role["default"].turns == 3
-    assert conv.meta["seed"] == conversation_seed(spec_for(GeneratedConfig()), 0)
+    assert conv.seed == conversation_seed(spec_for(GeneratedConfig()), 0)
 
 
 def test_invalid_turn_is_regenerated_and_revalidated(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -219,8 +218,8 @@ def test_invalid_turn_is_regenerated_and_revalidated(server: FakeLLMServer, tmp_
     conv = generate(server, tmp_path, GeneratedConfig(turns=3), bot)
     sc = script(server)
     assert [t.rag_input for t in conv.turns] == [good_turn(n)["rag_input"] for n in (1, 2, 3)]
-    assert conv.turns[1].flags == ["regenerated"] and conv.turns[1].meta["regenerations"] == 1
-    rejected = conv.turns[1].meta["rejected"]
+    assert conv.turns[1].flags == ["regenerated"] and conv.turns[1].generation.regenerations == 1
+    rejected = conv.turns[1].generation.model_dump()["rejected"]
     assert rejected[0]["candidate"]["rag_input"] == "BAD question 2 about it?"
     assert rejected[0]["failed_checks"] == ["ground_truth_unsupported"]
     # regenerated in the same chat, with the validator's reason
@@ -253,7 +252,7 @@ def test_persistent_failure_is_dropped_keeping_other_turns(server: FakeLLMServer
     bot = Bot()
     conv = generate(server, tmp_path, GeneratedConfig(turns=3, max_regenerations=2), bot)
     assert [t.rag_input for t in conv.turns] == ["When was the Eiffel Tower built?", "Then who designed it?"]
-    assert [t.index for t in conv.turns] == [0, 1] and [t.meta["slot"] for t in conv.turns] == [0, 2]
+    assert [t.index for t in conv.turns] == [0, 1] and [t.generation.slot for t in conv.turns] == [0, 2]
     assert not any("BAD" in m["content"] for h in bot.histories for m in h)
     sc = script(server)
     # 1 + 3 attempts at turn 2 + 1 after the skip; the 3 identical bad candidates are
@@ -263,7 +262,7 @@ def test_persistent_failure_is_dropped_keeping_other_turns(server: FakeLLMServer
     s = stats(conv)
     assert (s.dropped, s.invalid, s.regenerations, s.turns, s.flagged) == (1, 3, 2, 2, 0)
     assert s.by_check == {"ground_truth_unsupported": 3}
-    assert conv.meta["planned_turns"] == 3
+    assert conv.planned_turns == 3
 
 
 def test_persistent_failure_kept_and_flagged(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -332,7 +331,7 @@ def test_long_document_window_is_stated_in_the_prompt(server: FakeLLMServer, tmp
     paras = [f"Section {i}. " + " ".join(f"Fact {i}.{j} is true." for j in range(20)) for i in range(30)]
     long_doc = Document(id="long", title="Long", text="\n\n".join(paras))
     conv = generate(server, tmp_path, GeneratedConfig(turns=1, window_chars=1500), doc=long_doc)
-    win = conv.meta["window"]
+    win = conv.window.model_dump()
     assert win["end"] - win["start"] <= 1500 and win["of"] == len(long_doc.text)
     first_user = script(server).generator_bodies[0]["messages"][1]["content"]
     assert f"characters {win['start']}-{win['end']} of a {len(long_doc.text)}-character document" in first_user
@@ -386,7 +385,7 @@ def test_target_exception_keeps_the_finished_turns(server: FakeLLMServer, tmp_pa
     conv = asyncio.run(go())
     assert conv.error is not None and "turn 2" in conv.error and "chatbot down" in conv.error
     assert len(conv.turns) == 1 and conv.turns[0].answer == "An answer."
-    assert conv.meta["validation"]["candidates"] >= 2  # the counts of the work done survive
+    assert conv.validation.model_dump()["candidates"] >= 2  # the counts of the work done survive
 
 
 def test_generator_requests_use_the_simulator_seed_and_json(server: FakeLLMServer, tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ def test_judge_calls_counted_and_bounded(tmp_path: Any) -> None:
     with FakeLLMServer(scripted) as server:
         run_judge(cfg_for(server, tmp_path), conv)
         sent = server.requests
-    calls = conv.meta["judge_calls"]
+    calls = conv.judge_calls.model_dump()
     answered = len(conv.turns)
     assert calls["turn"] == 4 * answered
     assert calls["conversation"] == 2
@@ -318,7 +318,7 @@ def test_not_applicable_items_make_no_call(tmp_path: Any) -> None:
     assert conv.scores["forgetfulness"] is None and conv.scores["context_retention"] is None
     assert "fewer than 2 answered turns" in conv.verdicts["forgetfulness"].reason
     assert conv.turns[1].scores == {}
-    assert conv.meta["judge_calls"]["turn"] == 0 and conv.meta["judge_calls"]["conversation"] == 0
+    assert conv.judge_calls.model_dump()["turn"] == 0 and conv.judge_calls.model_dump()["conversation"] == 0
 
 
 def test_reference_falls_back_to_relevant_documents(tmp_path: Any) -> None:
@@ -389,7 +389,7 @@ def test_cascade_rejudges_only_negatives_with_the_strong_model(tmp_path: Any) ->
     assert t2.verdicts["correctness"].reason == "correct: strong says correct"
     assert t2.scores["context_recall"] == 1.0 and "cheap" in (t2.verdicts["context_recall"].model or "")
     assert t1.scores["faithfulness"] == 1.0 and conv.scores["forgetfulness"] == 0.0
-    calls = conv.meta["judge_calls"]
+    calls = conv.judge_calls.model_dump()
     by_model = {k.split("/")[-1]: v for k, v in calls["by_model"].items()}
     cheap_requests = sum(1 for b in sent if b["model"].endswith("cheap"))
     assert by_model == {"cheap": 10, "strong": 8}
@@ -425,7 +425,7 @@ def test_results_survive_json_round_trip(tmp_path: Any) -> None:
         run_judge(cfg_for(server, tmp_path), conv)
     again = Conversation.model_validate_json(conv.model_dump_json())
     assert again == conv
-    assert json.loads(conv.model_dump_json())["meta"]["judge_calls"]["conversation"] == 2
+    assert json.loads(conv.model_dump_json())["judge_calls"]["conversation"] == 2
 
 
 def test_rerun_is_served_by_the_cache(tmp_path: Any) -> None:
@@ -436,19 +436,20 @@ def test_rerun_is_served_by_the_cache(tmp_path: Any) -> None:
         assert server.request_count == 10
         run_judge(cfg, second)
         assert server.request_count == 10  # nothing new sent
-    assert second.meta["judge_calls"]["cached"] == 10 and first.meta["judge_calls"]["cached"] == 0
+    assert second.judge_calls.model_dump()["cached"] == 10 and first.judge_calls.model_dump()["cached"] == 0
     assert second.scores == first.scores
     assert second.verdicts["forgetfulness"] == first.verdicts["forgetfulness"]
 
 
 def test_reference_of_a_long_document_is_the_generators_window() -> None:
     from pytest_ragdive.metrics.judged import MAX_REFERENCE_CHARS, reference_text
+    from pytest_ragdive.records import DocWindow
 
     text = "a" * (3 * MAX_REFERENCE_CHARS) + " NEEDLE " + "b" * MAX_REFERENCE_CHARS
     at = text.index("NEEDLE")
     doc = Document(id="long", title="Long", text=text)
-    conv = Conversation(id="c", document_id="long", meta={"window": {"start": at - 100, "end": at + 100, "of": len(text)}})
+    conv = Conversation(id="c", document_id="long", window=DocWindow(start=at - 100, end=at + 100, of=len(text)))
     turn = Turn(rag_input="q")
     assert "NEEDLE" in reference_text(conv, turn, {"long": doc})
-    conv.meta = {}
+    conv.window = None
     assert "NEEDLE" not in reference_text(conv, turn, {"long": doc})

@@ -163,7 +163,7 @@ def test_ragas_backend_scores_through_our_client(tmp_path: Any) -> None:
     assert "Snow is sweet." in t1.verdicts["faithfulness"].reason
     assert t1.verdicts["faithfulness"].reason.startswith("ragas faithfulness")
     assert conv.scores["context_recall"] == pytest.approx(0.75)
-    calls = conv.meta["judge_calls"]
+    calls = conv.judge_calls.model_dump()
     assert (
         calls["turn"] == len([k for k in kinds if k.endswith("Output") or k == "correctness"]) == 12
     )  # (2 + 3 + 1) + (2 + 1 + 1) ragas + 2 correctness
@@ -211,9 +211,9 @@ def test_ragas_invalid_output_and_cascade(tmp_path: Any) -> None:
     assert t1.scores["context_recall"] == pytest.approx(0.5) and "strong" in (t1.verdicts["context_recall"].model or "")
     assert t2.scores["context_recall"] == 1.0
     assert t2.scores["faithfulness"] == 1.0 and "cheap" in (t2.verdicts["faithfulness"].model or "")
-    by_model = {k.split("/")[-1]: v for k, v in conv.meta["judge_calls"]["by_model"].items()}
+    by_model = {k.split("/")[-1]: v for k, v in conv.judge_calls.model_dump()["by_model"].items()}
     assert by_model["strong"] == len(strong) == 7
-    assert conv.meta["judge_calls"]["rejudged"] == 4  # faithfulness 1, precision 1, recall 1 and 2
+    assert conv.judge_calls.model_dump()["rejudged"] == 4  # faithfulness 1, precision 1, recall 1 and 2
 
 
 def test_ragas_unparseable_gives_none(tmp_path: Any) -> None:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.records import Conversation
+from pytest_ragdive.records import Conversation, TurnVerdict, ValidationCounts, ValidationStats
 from pytest_ragdive.sources.validator import (
     CHECKS,
     GeneratedTurn,
-    TurnVerdict,
-    ValidationCounts,
-    ValidationStats,
     ValidatorOutput,
     is_unanswerable,
     mentions_document,
@@ -137,10 +134,10 @@ def test_counts_record_and_merge_per_role() -> None:
     assert s.by_role["default"].candidates == 6 and s.by_role["default"].regenerations == 4
     assert s.by_role["confused"].dropped == 1
     assert s.invalid_rate() == pytest.approx(5 / 8)
-    # JSON round trip through conv.meta, and merging from conversations
+    # typed on the conversation, and merging from conversations
     convs = [
-        Conversation(id="x", meta={"validation": ValidationStats.for_role("default", a).model_dump(mode="json")}),
-        Conversation(id="y", meta={"validation": ValidationStats.for_role("confused", b).model_dump(mode="json")}),
+        Conversation(id="x", validation=ValidationStats.for_role("default", a)),
+        Conversation(id="y", validation=ValidationStats.for_role("confused", b)),
         Conversation(id="z"),
     ]
     merged = ValidationStats.from_conversations(convs)

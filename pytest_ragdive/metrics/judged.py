@@ -26,7 +26,7 @@ So with the built-in prompts a conversation costs at most 4 judge calls per
 answered turn plus 2 (every call of one conversation runs concurrently). With
 ``judge_cascade = [cheap, strong]`` every item is judged by ``cheap`` and only
 negative (score below the best value) or unparseable verdicts are judged again
-by ``strong``, whose verdict then stands. ``conv.meta["judge_calls"]`` counts
+by ``strong``, whose verdict then stands. ``conv.judge_calls`` counts
 the calls (:class:`JudgeCalls`).
 
 With ``judge_backend = "ragas"`` faithfulness, context_precision and
@@ -45,14 +45,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from ..errors import InvalidJudgment
 from ..prompts import FENCE_NOTE, fence, load_prompt
-from ..records import Context, Conversation, Document, Turn, Verdict
+from ..records import Context, Conversation, Document, JudgeCalls, Turn, Verdict
 from .registry import METRICS
 
 if TYPE_CHECKING:
@@ -255,56 +255,9 @@ _SPECS: dict[str, _Spec] = {
 # call accounting
 
 
-@dataclass
-class JudgeCalls:
-    """Judge calls of one conversation.
-
-    ``turn``/``conversation``: calls made for turn-level / conversation-level
-    metrics (one per prompt call; with the ragas backend one per LLM call ragas
-    makes); ``by_model``: the same calls by model; ``rejudged``: items the
-    cascade sent on to a stronger model; ``cached``: calls answered by the cache.
-    """
-
-    turn: int = 0
-    conversation: int = 0
-    by_model: dict[str, int] = field(default_factory=dict)
-    rejudged: int = 0
-    cached: int = 0
-
-    def add(self, level: str, model: str | None, cached: bool = False) -> None:
-        if level == "turn":
-            self.turn += 1
-        else:
-            self.conversation += 1
-        key = model or "?"
-        self.by_model[key] = self.by_model.get(key, 0) + 1
-        if cached:
-            self.cached += 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "turn": self.turn,
-            "conversation": self.conversation,
-            "by_model": dict(sorted(self.by_model.items())),
-            "rejudged": self.rejudged,
-            "cached": self.cached,
-        }
-
-
 def total_judge_calls(conversations: Iterable[Conversation]) -> dict[str, Any]:
-    """Sum of ``conv.meta["judge_calls"]`` over conversations (for the summary)."""
-    total = JudgeCalls()
-    for conv in conversations:
-        jc = conv.meta.get("judge_calls")
-        if not isinstance(jc, dict):
-            continue
-        total.turn += int(jc.get("turn", 0))
-        total.conversation += int(jc.get("conversation", 0))
-        total.rejudged += int(jc.get("rejudged", 0))
-        total.cached += int(jc.get("cached", 0))
-        for m, n in (jc.get("by_model") or {}).items():
-            total.by_model[m] = total.by_model.get(m, 0) + int(n)
-    return total.as_dict()
+    """Sum of ``conv.judge_calls`` over conversations (for the summary)."""
+    return JudgeCalls.total(conversations).model_dump(mode="json")
 
 
 # --------------------------------------------------------------------------
@@ -398,11 +351,11 @@ def reference_text(conv: Conversation, turn: Turn, documents: Mapping[str, Docum
     """The reference document: the conversation's document, else the turn's relevant documents."""
     doc = documents.get(conv.document_id) if conv.document_id else None
     if doc is not None:
-        window = conv.meta.get("window")
-        if isinstance(window, dict) and len(doc.text) > MAX_REFERENCE_CHARS:
+        window = conv.window
+        if window is not None and len(doc.text) > MAX_REFERENCE_CHARS:
             # a generated conversation about a long document: the part the
             # simulator saw (and took its ground truths from)
-            start, end = int(window.get("start", 0)), int(window.get("end", len(doc.text)))
+            start, end = window.start, window.end
             mid = (start + end) // 2
             lo = max(0, min(mid - MAX_REFERENCE_CHARS // 2, len(doc.text) - MAX_REFERENCE_CHARS))
             texts = [doc.text[lo : lo + MAX_REFERENCE_CHARS]]
@@ -446,7 +399,7 @@ async def judge_conversation(
     Turn-level metrics go to ``turn.scores``/``turn.verdicts`` (overwriting
     offline values), their means over turns to ``conv.scores``; forgetfulness
     and context_retention to ``conv.scores``/``conv.verdicts``; the call counts
-    to ``conv.meta["judge_calls"]``. ``backend`` overrides ``cfg.judge_backend``.
+    to ``conv.judge_calls``. ``backend`` overrides ``cfg.judge_backend``.
     A client error (LLMError) is raised once every other call has finished and
     its result is written.
     """
@@ -500,7 +453,7 @@ async def judge_conversation(
     for metric in TURN_METRICS:
         present = [v for v in (t.scores.get(metric) for t in answered) if v is not None]
         conv.scores[metric] = sum(present) / len(present) if present else None
-    conv.meta["judge_calls"] = calls.as_dict()
+    conv.judge_calls = calls
     if error is not None:
         raise error
 

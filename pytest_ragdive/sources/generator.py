@@ -35,16 +35,23 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..config import GeneratedConfig
 from ..errors import GenerationError
 from ..prompts import FENCE_NOTE, Prompt, fence, load_prompt
-from ..records import Conversation, Document, Turn
+from ..records import (
+    Conversation,
+    Document,
+    DocWindow,
+    RejectedCandidate,
+    Turn,
+    TurnGeneration,
+    TurnVerdict,
+    ValidationCounts,
+    ValidationStats,
+)
 from ..target import AsyncTarget
 from .roles import Role
 from .validator import (
     MALFORMED_OUTPUT,
     UNANSWERABLE,
     GeneratedTurn,
-    TurnVerdict,
-    ValidationCounts,
-    ValidationStats,
     is_unanswerable,
     position_note,
     validate_turn,
@@ -373,12 +380,12 @@ async def run_generated(
             question_type=gt.question_type,
             relevant_doc_ids=[] if unanswerable else [document.id],
             flags=flags,
-            meta={
-                "slot": slot,
-                "regenerations": cand.regenerations,
-                "validation": cand.verdict.model_dump(),
-                "rejected": cand.rejected,
-            },
+            generation=TurnGeneration(
+                slot=slot,
+                regenerations=cand.regenerations,
+                validation=cand.verdict,
+                rejected=[RejectedCandidate.model_validate(r) for r in cand.rejected],
+            ),
         )
         history.append({"role": "user", "content": turn.rag_input})
         t0 = time.perf_counter()
@@ -404,12 +411,10 @@ async def run_generated(
         source="generated",
         document_id=document.id,
         turns=kept,
-        meta={
-            "validation": stats.model_dump(mode="json"),
-            "window": {"start": start, "end": end, "of": len(document.text)},
-            "seed": seed,
-            "planned_turns": spec.turns,
-        },
+        validation=stats,
+        window=DocWindow(start=start, end=end, of=len(document.text)),
+        seed=seed,
+        planned_turns=spec.turns,
     )
     if target_error is not None:
         from ..runner import record_error

@@ -26,7 +26,7 @@ feedback like any other. When the validator's own output cannot be parsed
 must not silently empty the suite.
 
 Counts per check and per role are kept in :class:`ValidationStats`, stored on
-each generated conversation as ``conv.meta["validation"]`` and merged across
+each generated conversation as ``conv.validation`` and merged across
 conversations with :meth:`ValidationStats.merge`.
 """
 
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..prompts import FENCE_NOTE, fence, load_prompt
-from ..records import Conversation, Turn
+from ..records import OTHER_CHECK, Turn, TurnVerdict
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
@@ -55,7 +55,6 @@ CHECKS: tuple[str, ...] = (
 )
 # not validator checks, but counted the same way
 MALFORMED_OUTPUT = "malformed_output"  # the generator's reply did not parse
-OTHER_CHECK = "other"  # an invalid verdict naming no known check
 
 # the paper's category names (RAG-DIVE section 5.2) and a few spellings models use
 _CHECK_ALIASES: dict[str, str] = {
@@ -213,122 +212,8 @@ class ValidatorOutput(BaseModel):
         return v
 
 
-class TurnVerdict(BaseModel):
-    """The outcome of validating one candidate turn."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    valid: bool
-    reason: str = ""
-    failed_checks: list[str] = Field(default_factory=list)
-    source: Literal["llm", "precheck", "parse", "validator_error"] = "llm"
-
-
 # --------------------------------------------------------------------------
 # counts
-
-
-class ValidationCounts(BaseModel):
-    """Validation counters of one conversation, one role, or a whole suite.
-
-    ``candidates``: candidate turns produced (each regeneration is one more);
-    ``invalid``: invalid verdicts (of which ``prechecked`` came from the
-    deterministic pre-check, ``malformed`` were generator replies that did not
-    parse); ``regenerations``: feedback rounds; ``accepted``: turns that ended
-    valid (``first_try`` without feedback, ``recovered`` after it);
-    ``dropped``/``flagged``: turns still invalid after ``max_regenerations``,
-    dropped or kept with the ``invalid`` flag; ``validator_errors``: validator
-    replies that did not parse (the turn was kept, flagged ``unvalidated``);
-    ``turns``: turns sent to the chatbot; ``unanswerable``: of those, turns
-    whose ground truth is "not answerable from the document";
-    ``by_check``: failed checks counted over all invalid verdicts.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    candidates: int = 0
-    invalid: int = 0
-    prechecked: int = 0
-    malformed: int = 0
-    regenerations: int = 0
-    accepted: int = 0
-    first_try: int = 0
-    recovered: int = 0
-    dropped: int = 0
-    flagged: int = 0
-    validator_errors: int = 0
-    turns: int = 0
-    unanswerable: int = 0
-    by_check: dict[str, int] = Field(default_factory=dict)
-
-    def _summed(self, other: ValidationCounts) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for name in ValidationCounts.model_fields:
-            if name == "by_check":
-                continue
-            data[name] = getattr(self, name) + getattr(other, name)
-        checks = dict(self.by_check)
-        for k, v in other.by_check.items():
-            checks[k] = checks.get(k, 0) + v
-        data["by_check"] = dict(sorted(checks.items()))
-        return data
-
-    def merge(self, other: ValidationCounts) -> ValidationCounts:
-        """A new record holding the sums of both."""
-        return ValidationCounts(**self._summed(other))
-
-    def invalid_rate(self) -> float | None:
-        """Share of candidates that failed validation (the paper's 25.68 of 100)."""
-        return None if not self.candidates else self.invalid / self.candidates
-
-    def record(self, verdict: TurnVerdict) -> None:
-        """Count one candidate's verdict."""
-        self.candidates += 1
-        if verdict.source == "validator_error":
-            self.validator_errors += 1
-        if verdict.valid:
-            return
-        self.invalid += 1
-        if verdict.source == "precheck":
-            self.prechecked += 1
-        if verdict.source == "parse":
-            self.malformed += 1
-        for c in verdict.failed_checks or [OTHER_CHECK]:
-            self.by_check[c] = self.by_check.get(c, 0) + 1
-
-
-class ValidationStats(ValidationCounts):
-    """:class:`ValidationCounts` in total and per role (``by_role``)."""
-
-    by_role: dict[str, ValidationCounts] = Field(default_factory=dict)
-
-    def merge(self, other: ValidationCounts) -> ValidationStats:
-        data = self._summed(other)
-        roles = {k: v.model_copy(deep=True) for k, v in self.by_role.items()}
-        if isinstance(other, ValidationStats):
-            for role, counts in other.by_role.items():
-                roles[role] = roles[role].merge(counts) if role in roles else counts.model_copy(deep=True)
-        data["by_role"] = dict(sorted(roles.items()))
-        return ValidationStats(**data)
-
-    @classmethod
-    def for_role(cls, role: str, counts: ValidationCounts) -> ValidationStats:
-        """Stats of one conversation: the totals are the one role's counts."""
-        return cls(**counts.model_dump(), by_role={role: counts.model_copy(deep=True)})
-
-    @classmethod
-    def merge_all(cls, items: Iterable[ValidationCounts]) -> ValidationStats:
-        out = cls()
-        for item in items:
-            out = out.merge(item)
-        return out
-
-    @classmethod
-    def from_conversations(cls, convs: Iterable[Conversation]) -> ValidationStats:
-        """Merge ``conv.meta["validation"]`` of every conversation that has it."""
-        return cls.merge_all(
-            cls.model_validate(c.meta["validation"]) for c in convs if isinstance(c.meta.get("validation"), dict)
-        )
 
 
 # --------------------------------------------------------------------------
