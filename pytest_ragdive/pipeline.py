@@ -13,7 +13,7 @@ from .config import RagdiveConfig
 from .errors import FatalRunError
 from .planning import Plan
 from .records import Conversation, Document
-from .runner import BackgroundLoop, probe_standalone, record_error, run_scripted
+from .runner import BackgroundLoop, record_error, run_conversation
 from .sources.golden import load_corpus
 from .target import AsyncTarget
 
@@ -84,12 +84,14 @@ class Pipeline:
         cfg = self.cfg
         if plan.kind == "generated":
             conv = await self._run_generated(plan, target)
-            if conv.error is None and cfg.forgetfulness_probe and len(conv.turns) > 1:
-                await probe_standalone(conv, target)
         else:
+            from .users.scripted import ScriptedUser
+
             assert plan.template is not None
             conv = plan.template.model_copy(deep=True)
-            await run_scripted(conv, target, probe=cfg.forgetfulness_probe)
+            user = ScriptedUser(conv.turns)
+            conv.turns = []
+            await run_conversation(conv, user, target, probe=cfg.forgetfulness_probe)
         if conv.error is None:
             from .metrics.offline import score_conversation
 
@@ -99,8 +101,9 @@ class Pipeline:
         return conv
 
     async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
-        from .sources.generator import GeneratedSpec, run_generated
+        from .sources.generator import GeneratedSpec
         from .sources.roles import load_roles
+        from .users.simulator import SimulatorUser
 
         sc = self.cfg.suites[plan.suite]
         assert sc.generated is not None and plan.spec is not None
@@ -110,9 +113,8 @@ class Pipeline:
             corpus_path = sc.generated.corpus or self.cfg.corpus
             assert corpus_path is not None
             docs = self.corpus(corpus_path)
-            return await run_generated(
-                spec, docs[spec.document_id], role, target, self.llm_client(), sc.generated, plan.run
-            )
+            user = SimulatorUser(spec, docs[spec.document_id], role, self.llm_client(), sc.generated, plan.run)
+            conv = user.conversation(plan.run)
         except Exception as exc:  # noqa: BLE001 - recorded on the conversation
             conv = Conversation(
                 id=plan.conv_id,
@@ -122,6 +124,13 @@ class Pipeline:
                 role=spec.role,
                 document_id=spec.document_id,
             )
+            record_error(conv, exc, "generation")
+            self._note_fatal(exc)
+            return conv
+        try:
+            return await run_conversation(conv, user, target, probe=self.cfg.forgetfulness_probe)
+        except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or validator
+            conv.turns = [t for t in conv.turns if t.answer is not None]
             record_error(conv, exc, "generation")
             self._note_fatal(exc)
             return conv

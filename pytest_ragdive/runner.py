@@ -1,5 +1,6 @@
-"""The turn loop against the target, and the background event loop that runs
-conversations concurrently inside one pytest process.
+"""The one turn loop against the target (the only code that calls it), the
+stand-alone probe, and the background event loop that runs conversations
+concurrently inside one pytest process.
 
 Turns within one conversation are sequential (each depends on the last
 answer); conversations run concurrently, bounded by ``concurrency``.
@@ -13,9 +14,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from .records import Conversation
+from .records import Conversation, Turn
 from .target import AsyncTarget
 
 T = TypeVar("T")
@@ -75,30 +76,74 @@ def record_error(conv: Conversation, exc: BaseException, where: str) -> None:
     conv.traceback = "".join(traceback.format_exception(exc))
 
 
-async def run_scripted(conv: Conversation, target: AsyncTarget, probe: bool = True) -> Conversation:
-    """Replay a scripted conversation against the target, turn by turn.
+class User(Protocol):
+    """The user side of a conversation: proposes the next user turn.
 
-    With ``probe``, each context-dependent turn's stand-alone question is also
-    asked in a fresh history (the offline forgetfulness probe). A target
-    exception is recorded on the conversation (``conv.error``), not raised.
+    ``next_turn`` gets the conversation so far (``conv.turns`` holds the turns
+    already answered, in order) and returns the next :class:`Turn` to send
+    (its ``rag_input`` is the message; ground truth and the other expected
+    fields travel with it), or None to end the conversation. ``finish`` is
+    called once after the last turn (also after a target error) so the user
+    can record what it knows on the conversation (e.g. validator counts).
+
+    Implementations: :class:`pytest_ragdive.users.scripted.ScriptedUser`
+    (golden turns), :class:`pytest_ragdive.users.simulator.SimulatorUser`
+    (the RAG-DIVE generator with its validator).
+    """
+
+    async def next_turn(self, conv: Conversation) -> Turn | None: ...
+
+    def finish(self, conv: Conversation) -> None: ...
+
+
+async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, probe: bool = True) -> Conversation:
+    """The one turn loop: ask the user for the next turn, send the history to
+    the target, record the answer, until the user ends the conversation.
+
+    The history is the conversation's own user messages and the target's
+    answers, the last item the new user message. A target exception is
+    recorded on the conversation (``conv.error``; the turns answered so far
+    are kept), not raised. With ``probe``, each context-dependent turn's
+    stand-alone question is then also asked in a fresh history (the offline
+    forgetfulness probe).
     """
     history: list[dict[str, str]] = []
-    for turn in conv.turns:
-        history.append({"role": "user", "content": turn.rag_input})
-        t0 = time.perf_counter()
-        try:
-            resp = await target(list(history))
-        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - fails this item only
-            record_error(conv, exc, f"turn {turn.index + 1}")
-            return conv
-        turn.latency_s = round(time.perf_counter() - t0, 6)
-        turn.answer = resp.answer
-        turn.contexts = list(resp.contexts)
-        turn.citations = list(resp.citations)
-        history.append({"role": "assistant", "content": resp.answer})
-    if probe and len(conv.turns) > 1:
+    for done in conv.turns:  # a conversation resumed with answered turns
+        history.append({"role": "user", "content": done.rag_input})
+        history.append({"role": "assistant", "content": done.answer or ""})
+    try:
+        while True:
+            turn = await user.next_turn(conv)
+            if turn is None:
+                break
+            turn.index = len(conv.turns)
+            history.append({"role": "user", "content": turn.rag_input})
+            t0 = time.perf_counter()
+            try:
+                resp = await target(list(history))
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - fails this item only
+                record_error(conv, exc, f"turn {turn.index + 1}")
+                break
+            turn.latency_s = round(time.perf_counter() - t0, 6)
+            turn.answer = resp.answer
+            turn.contexts = list(resp.contexts)
+            turn.citations = list(resp.citations)
+            history.append({"role": "assistant", "content": resp.answer})
+            conv.turns.append(turn)
+    finally:
+        user.finish(conv)
+    if probe and conv.error is None and len(conv.turns) > 1:
         await probe_standalone(conv, target)
     return conv
+
+
+async def run_scripted(conv: Conversation, target: AsyncTarget, probe: bool = True) -> Conversation:
+    """Replay a scripted conversation (its turns as planned) against the target."""
+    from .users.scripted import ScriptedUser
+
+    user = ScriptedUser(conv.turns)
+    conv.turns = []
+    return await run_conversation(conv, user, target, probe=probe)
 
 
 async def probe_standalone(conv: Conversation, target: AsyncTarget) -> None:

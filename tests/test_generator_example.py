@@ -11,10 +11,11 @@ import pytest
 
 from pytest_ragdive.config import GeneratedConfig
 from pytest_ragdive.records import Conversation, ValidationStats
-from pytest_ragdive.sources.generator import plan_generated, run_generated
+from pytest_ragdive.sources.generator import plan_generated
 from pytest_ragdive.sources.roles import load_roles
 from pytest_ragdive.target import as_async
 from pytest_ragdive.testing import FakeLLMServer, config_for
+from pytest_ragdive.users.simulator import run_generated
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 

@@ -1,4 +1,8 @@
-"""The RAG-DIVE Conversation Generator (CG): dynamic conversations with the target.
+"""The RAG-DIVE Conversation Generator (CG): planning and document windows.
+
+The conversation itself (the simulator proposing turns, the validator
+checking them) is :class:`pytest_ragdive.users.simulator.SimulatorUser`; the
+runner sends its turns to the target.
 
 An LLM (client role ``simulator``) plays a user who has read one document of
 the chatbot's knowledge base and talks with the chatbot in a given role
@@ -27,38 +31,13 @@ from __future__ import annotations
 
 import random
 import re
-import time
-from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import GeneratedConfig
 from ..errors import GenerationError
-from ..prompts import FENCE_NOTE, Prompt, fence, load_prompt
-from ..records import (
-    Conversation,
-    Document,
-    DocWindow,
-    RejectedCandidate,
-    Turn,
-    TurnGeneration,
-    TurnVerdict,
-    ValidationCounts,
-    ValidationStats,
-)
-from ..target import AsyncTarget
-from .roles import Role
-from .validator import (
-    MALFORMED_OUTPUT,
-    UNANSWERABLE,
-    GeneratedTurn,
-    is_unanswerable,
-    position_note,
-    validate_turn,
-)
-
-if TYPE_CHECKING:
-    from ..llm import LLMClient
+from ..records import Document
+from .validator import UNANSWERABLE, GeneratedTurn
 
 __all__ = [
     "RUN_SEED_STRIDE",
@@ -69,7 +48,7 @@ __all__ = [
     "conversation_seed",
     "document_window",
     "plan_generated",
-    "run_generated",
+    "window_note",
 ]
 
 RUN_SEED_STRIDE = 1000
@@ -184,240 +163,11 @@ def document_window(text: str, max_chars: int, seed: int) -> tuple[int, int]:
     return spans[i][0], spans[j][1]
 
 
-def _window_note(start: int, end: int, total: int) -> str:
+def window_note(start: int, end: int, total: int) -> str:
+    """The prompt's note on an excerpt (empty for a whole document)."""
     if start == 0 and end == total:
         return ""
     return (
         f" (an excerpt: characters {start}-{end} of a {total}-character document; "
         "ask only about what this excerpt says)"
     )
-
-
-# --------------------------------------------------------------------------
-# the conversation loop
-
-
-def _render_user(prompt: Prompt, **values: Any) -> list[dict[str, str]]:
-    return [m for m in prompt.render(**values) if m["role"] == "user"]
-
-
-class _Candidate(BaseModel):
-    turn: GeneratedTurn | None
-    verdict: TurnVerdict
-    regenerations: int
-    rejected: list[dict[str, Any]]
-
-
-async def _next_turn(
-    *,
-    chat: list[dict[str, str]],
-    prompt: Prompt,
-    client: LLMClient,
-    settings: GeneratedConfig,
-    counts: ValidationCounts,
-    seed: int,
-    first: bool,
-    kept: list[Turn],
-    title: str,
-    excerpt: str,
-    window_note: str,
-) -> _Candidate:
-    """Generate, validate and regenerate one turn in the generator chat (which it extends)."""
-    feedback = load_prompt("generator_feedback")
-    rejected: list[dict[str, Any]] = []
-    regenerations = 0
-    while True:
-        res = await client.complete_json(
-            "simulator", list(chat), GeneratedTurn, prompt_id=prompt.id, prompt_version=prompt.version, seed=seed
-        )
-        cand: GeneratedTurn | None = res.value
-        if cand is None:
-            chat.append({"role": "assistant", "content": res.raw or "{}"})
-            verdict = TurnVerdict(
-                valid=False,
-                reason=f"the reply was not one JSON object with the required keys ({res.error or 'invalid'})",
-                failed_checks=[MALFORMED_OUTPUT],
-                source="parse",
-            )
-        else:
-            if first:
-                cand = cand.model_copy(update={"question_type": "Initial", "standalone_question": cand.rag_input})
-            chat.append({"role": "assistant", "content": cand.model_dump_json()})
-            verdict = await validate_turn(
-                client,
-                title=title,
-                document=excerpt,
-                window_note=window_note,
-                history=kept,
-                candidate=cand,
-                first=first,
-                seed=seed,
-            )
-        counts.record(verdict)
-        if verdict.valid:
-            return _Candidate(turn=cand, verdict=verdict, regenerations=regenerations, rejected=rejected)
-        rejected.append(
-            {
-                "candidate": None if cand is None else cand.model_dump(),
-                "reason": verdict.reason,
-                "failed_checks": list(verdict.failed_checks),
-                "source": verdict.source,
-            }
-        )
-        if regenerations >= settings.max_regenerations:
-            return _Candidate(turn=cand, verdict=verdict, regenerations=regenerations, rejected=rejected)
-        regenerations += 1
-        counts.regenerations += 1
-        chat.extend(
-            _render_user(
-                feedback,
-                checks=", ".join(verdict.failed_checks) or "unspecified",
-                reason=fence(verdict.reason, "validator feedback"),
-                turn_number=len(kept) + 1,
-                position=position_note(first),
-            )
-        )
-        prompt = feedback
-
-
-async def run_generated(
-    spec: GeneratedSpec,
-    document: Document,
-    role: Role,
-    target: AsyncTarget,
-    client: LLMClient,
-    settings: GeneratedConfig,
-    run: int,
-) -> Conversation:
-    """Generate one conversation against the target, turn by turn (see the module doc).
-
-    Target exceptions propagate; LLM errors (``CacheMissError``,
-    ``BudgetExceeded``, ``LLMCallError``) propagate too.
-    """
-    if document.id != spec.document_id:
-        raise GenerationError(f"{spec.id}: planned for document {spec.document_id!r}, got {document.id!r}")
-    seed = conversation_seed(spec, run)
-    start, end = document_window(document.text, settings.window_chars, spec.seed)
-    excerpt = document.text[start:end]
-    window_note = _window_note(start, end, len(document.text))
-    title = document.title or document.id
-
-    first_prompt = load_prompt("generator_first")
-    next_prompt = load_prompt("generator_next")
-    skip_prompt = load_prompt("generator_skip")
-    chat: list[dict[str, str]] = first_prompt.render(
-        role_name=role.name,
-        role_instructions=role.instructions,
-        fence_note=FENCE_NOTE,
-        title=title,
-        window_note=window_note,
-        document=fence(excerpt, "document"),
-    )
-    prompt = first_prompt
-    counts = ValidationCounts()
-    kept: list[Turn] = []
-    target_error: tuple[BaseException, int] | None = None
-    history: list[dict[str, str]] = []
-    last_dropped = False
-
-    for slot in range(spec.turns):
-        first = not kept
-        if slot > 0:
-            if last_dropped:
-                prompt = skip_prompt
-                chat.extend(_render_user(skip_prompt, turn_number=len(kept) + 1, position=position_note(first)))
-            else:
-                prompt = next_prompt
-                chat.extend(
-                    _render_user(
-                        next_prompt,
-                        answer=fence(kept[-1].answer or "", "chatbot answer"),
-                        turn_number=len(kept) + 1,
-                    )
-                )
-        cand = await _next_turn(
-            chat=chat,
-            prompt=prompt,
-            client=client,
-            settings=settings,
-            counts=counts,
-            seed=seed,
-            first=first,
-            kept=kept,
-            title=title,
-            excerpt=excerpt,
-            window_note=window_note,
-        )
-        flags: list[str] = []
-        if cand.verdict.valid:
-            counts.accepted += 1
-            if cand.regenerations:
-                counts.recovered += 1
-                flags.append("regenerated")
-            else:
-                counts.first_try += 1
-            if cand.verdict.source == "validator_error":
-                flags.append("unvalidated")
-        elif settings.on_invalid == "flag" and cand.turn is not None:
-            counts.flagged += 1
-            flags.append("invalid")
-        else:
-            counts.dropped += 1
-            last_dropped = True
-            continue
-        last_dropped = False
-        gt = cand.turn
-        assert gt is not None  # a valid verdict always has a parsed candidate
-        unanswerable = is_unanswerable(gt.ground_truth)
-        if unanswerable:
-            counts.unanswerable += 1
-            flags.append("unanswerable")
-        turn = Turn(
-            index=len(kept),
-            rag_input=gt.rag_input,
-            standalone_question=gt.standalone_question,
-            ground_truth=gt.ground_truth,
-            question_type=gt.question_type,
-            relevant_doc_ids=[] if unanswerable else [document.id],
-            flags=flags,
-            generation=TurnGeneration(
-                slot=slot,
-                regenerations=cand.regenerations,
-                validation=cand.verdict,
-                rejected=[RejectedCandidate.model_validate(r) for r in cand.rejected],
-            ),
-        )
-        history.append({"role": "user", "content": turn.rag_input})
-        t0 = time.perf_counter()
-        try:
-            resp = await target([dict(m) for m in history])
-        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - keep the finished turns
-            target_error = (exc, len(kept) + 1)
-            break
-        turn.latency_s = round(time.perf_counter() - t0, 6)
-        turn.answer = resp.answer
-        turn.contexts = list(resp.contexts)
-        turn.citations = list(resp.citations)
-        history.append({"role": "assistant", "content": resp.answer})
-        kept.append(turn)
-        counts.turns += 1
-
-    stats = ValidationStats.for_role(role.name, counts)
-    conv = Conversation(
-        id=spec.id,
-        suite=spec.suite,
-        run=run,
-        role=role.name,
-        source="generated",
-        document_id=document.id,
-        turns=kept,
-        validation=stats,
-        window=DocWindow(start=start, end=end, of=len(document.text)),
-        seed=seed,
-        planned_turns=spec.turns,
-    )
-    if target_error is not None:
-        from ..runner import record_error
-
-        record_error(conv, target_error[0], f"turn {target_error[1]}")
-    return conv

@@ -1,0 +1,7 @@
+"""Who talks to the chatbot: implementations of :class:`pytest_ragdive.runner.User`.
+
+- :mod:`.scripted`: golden turns, replayed verbatim;
+- :mod:`.simulator`: the RAG-DIVE Conversation Generator with its validator.
+
+Each only proposes the next user turn; the runner sends it to the target.
+"""
