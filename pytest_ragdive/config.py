@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import ConfigError
 from .metrics.registry import METRICS
 
-SUITE_NAMES = ("core", "extended")
+SUITE_NAMES = ("core", "extended")  # the conventional suites; any other name is accepted too
+SUITE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 DEFAULT_GATE: dict[str, float] = {
     "answer_f1": 0.03,
     "correctness": 0.03,
@@ -91,7 +93,7 @@ class RagdiveConfig(_Strict):
     # twins of the CLI options
     baseline: str | None = None
     update_baseline: bool = False
-    suite: Literal["core", "extended", "all"] = "core"
+    suite: str = "core"  # NAME[,NAME...] or all
     runs: int = Field(1, ge=1)
     record_mode: Literal["new_episodes", "none", "all", "off"] = "new_episodes"
     cache_dir: str = ".ragdive/cache"
@@ -137,9 +139,20 @@ class RagdiveConfig(_Strict):
     @classmethod
     def _suite_names(cls, v: dict[str, SuiteConfig]) -> dict[str, SuiteConfig]:
         for name in v:
-            if name not in SUITE_NAMES:
-                raise ValueError(f"unknown suite {name!r}, expected one of {', '.join(SUITE_NAMES)}")
+            if not SUITE_NAME_RE.match(name) or name == "all":
+                raise ValueError(
+                    f"suite name {name!r} must be a letter followed by letters, digits or '_' (and not 'all'); "
+                    "it becomes the marker ragdive_<name>"
+                )
         return v
+
+    @field_validator("suite")
+    @classmethod
+    def _suite_choice(cls, v: str) -> str:
+        names = [n.strip() for n in v.split(",")]
+        if not all(names) or not all(n == "all" or SUITE_NAME_RE.match(n) for n in names):
+            raise ValueError("expected a suite name, NAME,NAME... or all")
+        return ",".join(names)
 
     # -- helpers -----------------------------------------------------------
     def path(self, p: str) -> Path:
@@ -147,9 +160,23 @@ class RagdiveConfig(_Strict):
         q = Path(p).expanduser()
         return q if q.is_absolute() else (Path(self.base_dir) / q).resolve()
 
+    def requested_suites(self) -> list[str]:
+        """The suites ``suite`` names (``all``: every configured suite, in config order)."""
+        names = self.suite.split(",")
+        if "all" in names:
+            return list(self.suites)
+        return list(dict.fromkeys(names))
+
     def selected_suites(self) -> list[str]:
-        names = list(SUITE_NAMES) if self.suite == "all" else [self.suite]
-        return [n for n in names if n in self.suites]
+        """The requested suites that are configured."""
+        return [n for n in self.requested_suites() if n in self.suites]
+
+    def generated_corpus(self, suite: str) -> str | None:
+        """The corpus a suite's generated conversations are about: its own, else ``corpus``."""
+        sc = self.suites.get(suite)
+        if sc is not None and sc.generated is not None and sc.generated.corpus:
+            return sc.generated.corpus
+        return self.corpus
 
     def role_model(self, role: str) -> str | None:
         """The model of an LLM role: its own setting, else (validator) the

@@ -6,20 +6,21 @@ from __future__ import annotations
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .planning import Plan
 
+if TYPE_CHECKING:
+    from .session import RagdiveSession
+
 
 def _ragdive_conversation_item(request: pytest.FixtureRequest, ragdive_target: Any) -> None:
     """Run one planned conversation against the target and score it."""
-    from .session import get_session
-
     item = request.node
     assert isinstance(item, RagdiveItem)
-    sess = get_session(request.config)
+    sess = item.ragdive_session
     conv = sess.result_for(item.plan, ragdive_target, item)
     item.ragdive_result = conv
     sess.fail_if_broken(conv)
@@ -29,6 +30,11 @@ class RagdiveModule(pytest.Module):
     """Stands for the config file; one child node per suite."""
 
     plans: list[Plan]
+    ragdive_session: RagdiveSession
+
+    def setup_plans(self, sess: RagdiveSession, plans: list[Plan]) -> None:
+        self.ragdive_session = sess
+        self.plans = plans
 
     def _getobj(self) -> types.ModuleType:
         return types.ModuleType(f"ragdive_{self.path.stem}")
@@ -41,20 +47,23 @@ class RagdiveModule(pytest.Module):
         for name, plans in suites.items():
             node = RagdiveSuite.from_parent(self, name=name)
             node.plans = plans
+            node.ragdive_session = self.ragdive_session
             out.append(node)
         return out
 
 
 class RagdiveSuite(pytest.Collector):
-    """One suite (``core``/``extended``); its items are the planned conversations."""
+    """One suite (``core``, ``extended`` or any configured name); its items are the planned conversations."""
 
     plans: list[Plan]
+    ragdive_session: RagdiveSession
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
         items: list[pytest.Item | pytest.Collector] = []
         for plan in self.plans:
             item = RagdiveItem.from_parent(self, name=plan.item_name, callobj=_ragdive_conversation_item)
             item.plan = plan
+            item.ragdive_session = self.ragdive_session
             item.add_marker(f"ragdive_{plan.suite}")
             item.add_marker("ragdive")
             items.append(item)
@@ -63,6 +72,7 @@ class RagdiveSuite(pytest.Collector):
 
 class RagdiveItem(pytest.Function):
     plan: Plan
+    ragdive_session: RagdiveSession
     ragdive_result: Any = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -70,7 +80,11 @@ class RagdiveItem(pytest.Function):
 
 
 def build_items(
-    session: pytest.Session, config_file: Path, plans: list[Plan], collected_dirs: dict[Path, pytest.Directory]
+    session: pytest.Session,
+    config_file: Path,
+    sess: RagdiveSession,
+    plans: list[Plan],
+    collected_dirs: dict[Path, pytest.Directory],
 ) -> list[pytest.Item]:
     """Items for a config file that pytest did not walk (other paths or
     ``testpaths`` were given).
@@ -99,7 +113,7 @@ def build_items(
                 node.ihook.pytest_make_collect_report(collector=node)  # loads its conftest.py
             parent = node
     module = RagdiveModule.from_parent(parent, path=config_file)
-    module.plans = plans
+    module.setup_plans(sess, plans)
     return list(_items(module))
 
 

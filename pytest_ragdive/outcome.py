@@ -27,13 +27,13 @@ class GateStatus(StrEnum):
     NOT_GATED = "not_gated"  # no baseline: metrics shown, nothing decided
     SUBSET = "subset"  # only a subset ran (-k, --lf, deselection): reported, not decided
     SHARD = "shard"  # one shard of a split suite: reported, decided by the gate command
-    NOTHING_RAN = "nothing_ran"  # no conversation finished: nothing to decide, and that fails
+    NOTHING_RAN = "nothing_ran"  # no conversation of a gated suite finished: nothing decided (never "passed")
     BASELINE_WRITTEN = "baseline_written"
     BASELINE_REFUSED = "baseline_refused"  # --ragdive-update-baseline from a run that cannot give one
 
     @property
     def fails(self) -> bool:
-        return self in (GateStatus.FAILED, GateStatus.NOTHING_RAN, GateStatus.BASELINE_REFUSED)
+        return self in (GateStatus.FAILED, GateStatus.BASELINE_REFUSED)
 
 
 class RunInfo(BaseModel):

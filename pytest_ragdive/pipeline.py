@@ -110,7 +110,7 @@ class Pipeline:
         spec = GeneratedSpec.model_validate(plan.spec)
         try:
             role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
-            corpus_path = sc.generated.corpus or self.cfg.corpus
+            corpus_path = self.cfg.generated_corpus(plan.suite)
             assert corpus_path is not None
             docs = self.corpus(corpus_path)
             user = SimulatorUser(spec, docs[spec.document_id], role, self.llm_client(), sc.generated, plan.run)

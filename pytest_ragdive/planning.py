@@ -117,7 +117,7 @@ def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:
 
     sc = cfg.suites[suite]
     assert sc.generated is not None
-    corpus_path = sc.generated.corpus or cfg.corpus
+    corpus_path = cfg.generated_corpus(suite)
     if not corpus_path:
         raise golden.GoldenError(f"suite {suite!r}: generated conversations need a corpus (corpus = ... in the config)")
     from .sources.roles import RoleError, load_roles

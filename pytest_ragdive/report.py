@@ -1,15 +1,19 @@
-"""Reports: the terminal table, results.json, ragdive-junit.xml and summary.md."""
+"""Reports, each rendered from a :class:`~pytest_ragdive.outcome.RunOutcome`: the terminal
+summary, results.json, ragdive-junit.xml and summary.md."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from .baseline import GateRow
 from .metrics.registry import ARROW, METRICS
-from .records import Conversation, MetricValue, SuiteResult
+from .outcome import GateStatus, RunOutcome
+from .records import Conversation, MetricValue, SuiteResult, ValidationCounts, ValidationStats
 
 
 def _f(x: float | None, fmt: str = ".4f") -> str:
@@ -76,26 +80,35 @@ def failing_conversations(convs: list[Conversation], metric: str, limit: int = 1
     return out
 
 
-def results_json(
-    results: dict[str, SuiteResult],
-    convs: list[Conversation],
-    gate: list[GateRow] | None,
-    extra: dict[str, Any],
-) -> dict[str, Any]:
+def results_json(outcome: RunOutcome) -> dict[str, Any]:
+    """results.json: the outcome, with a flat ``suites`` map of metric values first."""
+    info = outcome.info
     return {
-        "suites": {s: {m: mv.value for m, mv in r.metrics.items()} for s, r in results.items()},
-        "suite_results": {s: r.model_dump(mode="json") for s, r in results.items()},
-        "gate": [r.model_dump(mode="json") for r in gate] if gate is not None else None,
-        "conversations": [c.model_dump(mode="json") for c in sorted(convs, key=lambda c: (c.suite, c.run, c.id))],
-        **extra,
+        "status": outcome.status.value,
+        "suites": {s: {m: mv.value for m, mv in r.metrics.items()} for s, r in outcome.suites.items()},
+        "suite_results": {s: r.model_dump(mode="json") for s, r in outcome.suites.items()},
+        "gate": [r.model_dump(mode="json") for r in outcome.gate] if outcome.gate is not None else None,
+        "info": info.model_dump(mode="json"),
+        "plugin_version": info.plugin_version,
+        "config_hash": info.config_hash,
+        "backend": info.backend,
+        "notes": outcome.notes,
+        "fatal": outcome.fatal,
+        "llm": outcome.llm.model_dump(mode="json") if outcome.llm is not None else None,
+        "judge_calls": outcome.judge_calls.model_dump(mode="json") if outcome.judge_calls is not None else None,
+        "validation": {s: v.model_dump(mode="json") for s, v in outcome.validation.items()} or None,
+        "diversity": outcome.diversity or None,
+        "baseline_path": outcome.baseline_path,
+        "conversations": [c.model_dump(mode="json") for c in outcome.conversations],
     }
 
 
-def junit_xml(rows: list[GateRow], results: dict[str, SuiteResult]) -> str:
+def junit_xml(outcome: RunOutcome) -> str:
     from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+    rows = outcome.gate or []
     suites = []
-    for suite in results:
+    for suite in outcome.suites:
         cases = []
         for r in (r for r in rows if r.suite == suite):
             tc = TestCase(name=r.metric, classname=f"ragdive.{suite}")
@@ -108,17 +121,41 @@ def junit_xml(rows: list[GateRow], results: dict[str, SuiteResult]) -> str:
     return to_xml_report_string(suites)
 
 
-def summary_md(
-    results: dict[str, SuiteResult],
-    gate: list[GateRow] | None,
-    convs: list[Conversation],
-    notes: list[str],
-    extra: dict[str, Any] | None = None,
-) -> str:
+def status_text(outcome: RunOutcome) -> str:
+    """One line saying what the run decided (the headline of every report)."""
+    rows = outcome.gate or []
+    bad = outcome.regressions()
+    st = outcome.status
+    if st is GateStatus.FAILED and rows and bad:
+        return f"ragdive gate FAILED: {len(bad)} of {len(rows)} gated metric(s) out of band"
+    if st is GateStatus.FAILED:
+        return "ragdive run FAILED: " + ("; ".join(outcome.fatal) if outcome.fatal else "see the notes")
+    if st is GateStatus.PASSED:
+        return f"ragdive gate passed: {len(rows)} gated metric(s) within their baseline bands"
+    if st is GateStatus.NOTHING_RAN:
+        why = "no conversation of a selected suite finished" if not outcome.suites else "no metric is gated"
+        return f"ragdive gate: nothing gated ({why})"
+    if st is GateStatus.BASELINE_WRITTEN:
+        return "ragdive baseline " + (f"written to {outcome.baseline_path}" if outcome.baseline_path else "recorded")
+    if st is GateStatus.BASELINE_REFUSED:
+        return "ragdive baseline NOT written (see the notes)"
+    if st is GateStatus.SUBSET:
+        return "ragdive gate: a subset ran; metrics reported, nothing decided"
+    if st is GateStatus.SHARD:
+        return f"ragdive shard {outcome.info.shard}: results written; the gate command decides"
+    if st is GateStatus.INCONCLUSIVE:
+        return "ragdive gate INCONCLUSIVE"
+    return "no baseline given: metrics shown, nothing gated (use --ragdive-baseline=PATH)"
+
+
+def summary_md(outcome: RunOutcome) -> str:
+    convs = outcome.conversations
+    gate = outcome.gate
     lines = ["# ragdive quality gate", ""]
     if gate is not None:
-        failed = [r for r in gate if r.failed]
-        lines.append(f"**{'FAILED' if failed else 'PASSED'}**: {len(failed)} of {len(gate)} gated metrics out of band.")
+        failed = outcome.regressions()
+        verdict = "PASSED" if outcome.status is GateStatus.PASSED else outcome.status.value.upper().replace("_", " ")
+        lines.append(f"**{verdict}**: {len(failed)} of {len(gate)} gated metrics out of band.")
         lines.append("")
         lines.append("| suite | metric | baseline band | tol | current | delta | verdict |")
         lines.append("|---|---|---|---|---|---|---|")
@@ -133,19 +170,22 @@ def summary_md(
                 lines.append("")
                 lines += [f"- {b}" for b in bad]
                 lines.append("")
+    else:
+        lines += [f"**{status_text(outcome)}**", ""]
     lines.append("## Metrics")
     lines.append("")
     lines.append("| suite | metric | value | 95% CI | n |")
     lines.append("|---|---|---|---|---|")
-    for suite, res in results.items():
+    for suite, res in outcome.suites.items():
         for name, mv in res.metrics.items():
             lines.append(f"| {suite} | {name} | {_f(mv.value)} | {_ci(mv)} | {mv.n} |")
-    lines += per_turn_md(results)
-    lines += generated_md(extra or {})
-    errors = [c for c in convs if c.error]
+    lines += per_turn_md(outcome.suites)
+    lines += generated_md(outcome)
+    errors = outcome.errored
     if errors:
         lines += ["", "## Conversations that errored", ""]
         lines += [f"- {c.suite}/{c.id} (run {c.run}): {c.error}" for c in errors[:20]]
+    notes = outcome.notes + outcome.fatal
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
@@ -170,23 +210,23 @@ def per_turn_md(results: dict[str, SuiteResult]) -> list[str]:
     return out
 
 
-def generated_md(extra: dict[str, Any]) -> list[str]:
+def generated_md(outcome: RunOutcome) -> list[str]:
     """Validator counts per role and question diversity per turn index (RAG-DIVE)."""
     out: list[str] = []
-    for suite, v in (extra.get("validation") or {}).items():
+    for suite, v in outcome.validation.items():
         out += ["", f"## {suite}: generated conversations (validator)", ""]
         out.append("| role | candidates | invalid | regenerated | recovered | dropped | flagged | turns kept |")
         out.append("|---|---|---|---|---|---|---|---|")
-        rows = list((v.get("by_role") or {}).items()) + [("all", v)]
+        rows: list[tuple[str, ValidationCounts]] = [*v.by_role.items(), ("all", v)]
         for role, c in rows:
             out.append(
-                f"| {role} | {c.get('candidates', 0)} | {c.get('invalid', 0)} | {c.get('regenerations', 0)} | "
-                f"{c.get('recovered', 0)} | {c.get('dropped', 0)} | {c.get('flagged', 0)} | {c.get('turns', 0)} |"
+                f"| {role} | {c.candidates} | {c.invalid} | {c.regenerations} | "
+                f"{c.recovered} | {c.dropped} | {c.flagged} | {c.turns} |"
             )
-        checks = {k: n for k, n in (v.get("by_check") or {}).items() if n}
+        checks = {k: n for k, n in v.by_check.items() if n}
         if checks:
             out += ["", "Failed checks: " + ", ".join(f"{k} {n}" for k, n in sorted(checks.items()))]
-        div = (extra.get("diversity") or {}).get(suite) or {}
+        div = outcome.diversity.get(suite) or {}
         if div:
             idx = sorted(div, key=int)
             out += ["", "Share of distinct questions across runs, by turn (RAG-DIVE Table 3):", ""]
@@ -196,24 +236,19 @@ def generated_md(extra: dict[str, Any]) -> list[str]:
     return out
 
 
-def write_reports(
-    report_dir: Path,
-    results: dict[str, SuiteResult],
-    convs: list[Conversation],
-    gate: list[GateRow] | None,
-    notes: list[str],
-    extra: dict[str, Any],
-) -> list[Path]:
+def write_reports(report_dir: Path, outcome: RunOutcome) -> list[Path]:
+    """results.json, ragdive-junit.xml (when gated) and summary.md (also appended to
+    ``$GITHUB_STEP_SUMMARY``)."""
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     p = report_dir / "results.json"
-    p.write_text(json.dumps(results_json(results, convs, gate, extra), indent=1) + "\n", encoding="utf-8")
+    p.write_text(json.dumps(results_json(outcome), indent=1) + "\n", encoding="utf-8")
     written.append(p)
-    if gate is not None:
+    if outcome.gate is not None:
         p = report_dir / "ragdive-junit.xml"
-        p.write_text(junit_xml(gate, results), encoding="utf-8")
+        p.write_text(junit_xml(outcome), encoding="utf-8")
         written.append(p)
-    md = summary_md(results, gate, convs, notes, extra)
+    md = summary_md(outcome)
     p = report_dir / "summary.md"
     p.write_text(md, encoding="utf-8")
     written.append(p)
@@ -222,3 +257,82 @@ def write_reports(
         with open(step, "a", encoding="utf-8") as fh:
             fh.write(md)
     return written
+
+
+class Line(BaseModel):
+    """One terminal line and how to show it."""
+
+    text: str
+    style: Literal["plain", "good", "bad"] = "plain"
+
+
+def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> list[Line]:
+    """The terminal summary of a run, each line styled from the outcome (never from its text)."""
+    lines: list[Line] = []
+
+    def add(text: str, style: Literal["plain", "good", "bad"] = "plain") -> None:
+        lines.append(Line(text=text, style=style))
+
+    if outcome.suites:
+        for t in metrics_lines(outcome.suites):
+            add(t)
+    errors = outcome.errored
+    if errors:
+        add("")
+        add(f"{len(errors)} conversation(s) errored and are left out of the metrics:")
+        for c in errors[:10]:
+            add(f"  {c.suite}/{c.id} run {c.run}: {c.error}")
+    st = outcome.status
+    if outcome.gate is not None:
+        add("")
+        body = gate_lines(outcome.gate)
+        for t, row in zip(body, [None, None, *outcome.gate], strict=True):
+            add(t, "bad" if row is not None and row.failed else "plain")
+        add("")
+        bad = outcome.regressions()
+        add(status_text(outcome), "bad" if st.fails else "good" if st is GateStatus.PASSED else "plain")
+        for r in bad:
+            add("  " + r.line(), "bad")
+        better = outcome.improvements()
+        if better:
+            add("improvements (consider --ragdive-update-baseline):")
+            for r in better:
+                add("  " + r.line())
+    elif st is not GateStatus.BASELINE_WRITTEN or outcome.baseline_path is None:
+        add("")
+        add(status_text(outcome), "bad" if st.fails else "plain")
+    if outcome.baseline_path is not None:
+        add(f"baseline written to {outcome.baseline_path}")
+    for t in validation_lines(outcome):
+        add(t)
+    jc = outcome.judge_calls
+    if jc is not None:
+        per_model = ", ".join(f"{m}: {n}" for m, n in sorted(jc.by_model.items()))
+        add(
+            f"judge calls: {jc.turn} per-turn + {jc.conversation} per-conversation "
+            f"(re-judged by the cascade: {jc.rejudged}; by model: {per_model or 'none'})"
+        )
+    if outcome.llm is not None:
+        add("")
+        for t in outcome.llm.summary_lines():
+            add(t)
+    for n in outcome.notes:
+        add(f"note: {n}")
+    for f in outcome.fatal:
+        add(f"ERROR: {f}", "bad")
+    for p in written or []:
+        add(f"report: {p}")
+    return lines
+
+
+def validation_lines(outcome: RunOutcome) -> list[str]:
+    gen = [c for c in outcome.conversations if c.source == "generated"]
+    if not gen:
+        return []
+    st = ValidationStats.from_conversations(gen)
+    checks = ", ".join(f"{k} {v}" for k, v in sorted(st.by_check.items()) if v) or "none"
+    return [
+        f"generated: {len(gen)} conversation(s), {st.turns} turn(s); validator rejected {st.invalid} of "
+        f"{st.candidates} candidate turn(s) (regenerated {st.regenerations}, recovered {st.recovered}, "
+        f"dropped {st.dropped}, flagged {st.flagged}); failed checks: {checks}"
+    ]

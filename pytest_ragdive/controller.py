@@ -1,0 +1,212 @@
+"""The role this process plays, chosen once (as pytest-cov's Central /
+DistMaster / DistWorker): a plain run, the pytest-xdist controller, or an
+xdist worker. Each role is a plugin object whose hooks do that role's part;
+no hook asks which role it is in.
+
+- :class:`Central` (no xdist): collects, runs every conversation (started
+  together so they progress concurrently), gathers the scored
+  conversations, concludes, prints the summary.
+- :class:`DistController`: runs nothing; gathers the scored conversations
+  the workers attach to their reports and the workers' LLM statistics and
+  fatal errors, names a worker that reported no data, concludes, prints.
+- :class:`DistWorker`: collects and runs its items (keeping its next item in
+  flight) and hands its statistics to the controller.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .records import Conversation
+from .session import SESSION_KEY, RagdiveSession
+from .target import AsyncTarget
+
+WORKER_KEY = "ragdive_worker"
+
+
+class _Collecting:
+    """Collection of the conversation items (plain runs and xdist workers)."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        self.sess = sess
+        self.dirs: dict[Path, pytest.Directory] = {}
+
+    def pytest_collectstart(self, collector: pytest.Collector) -> None:
+        if isinstance(collector, pytest.Directory):
+            self.dirs[collector.path] = collector
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        """The config file itself collects the conversations when pytest walks it."""
+        if file_path != self.sess.config_file:
+            return None
+        from .items import RagdiveModule
+
+        module = RagdiveModule.from_parent(parent, path=file_path)
+        module.setup_plans(self.sess, self.sess.plans())
+        return module
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """When pytest did not walk the config file (other paths or testpaths were
+        given), add the conversations after the collected tests."""
+        from .items import RagdiveItem, build_items
+
+        if any(isinstance(i, RagdiveItem) for i in items):
+            return
+        anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
+        items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        rep = yield
+        conv = getattr(item, "ragdive_result", None)
+        if call.when == "call" and conv is not None:
+            rep.ragdive_conversation = conv.model_dump_json()
+        return rep
+
+
+class _Concluding:
+    """Gathering the scored conversations, the end of the run and the summary (plain runs and the xdist controller)."""
+
+    sess: RagdiveSession
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "ragdive_conversation", None)
+        if data and report.when == "call":
+            conv = Conversation.model_validate_json(data)
+            self.sess.collected[conv.key] = conv
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        completed = False
+        try:
+            result = yield
+            completed = not session.shouldstop and not session.shouldfail
+            return result
+        finally:
+            self.sess.close()
+            if not session.config.option.collectonly:
+                outcome = self.sess.conclude(completed)
+                if outcome.failed:
+                    session.testsfailed += 1
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.sess.close()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        outcome = self.sess.outcome
+        if outcome is None or self.sess.config.option.collectonly:
+            return
+        from .report import terminal_lines
+
+        lines = terminal_lines(outcome, self.sess.written)
+        if not lines:
+            return
+        terminalreporter.write_sep("=", "ragdive")
+        for line in lines:
+            bad, good = line.style == "bad", line.style == "good"
+            terminalreporter.write_line(line.text, red=bad, green=good, bold=bad or good)
+
+
+class Central(_Collecting, _Concluding):
+    """A plain run: every selected conversation starts when the first item runs."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        super().__init__(sess)
+        self._started = False
+
+    def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
+        if self._started:
+            return
+        from .items import RagdiveItem
+
+        # start every selected conversation now so that they progress
+        # concurrently while pytest reports them one by one
+        self._started = True
+        for it in item.session.items:
+            if isinstance(it, RagdiveItem):
+                sess.pipeline.submit(it.plan, target)
+
+
+class DistWorker(_Collecting):
+    """An xdist worker: it knows only its next item, and keeps that one in flight too."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        super().__init__(sess)
+        self.next_item: pytest.Item | None = None
+        self.ran = 0
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        self.next_item = nextitem
+
+    def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
+        from .items import RagdiveItem
+
+        self.ran += 1
+        if isinstance(self.next_item, RagdiveItem):
+            sess.pipeline.submit(self.next_item.plan, target)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.sess.close()
+        out = session.config.workeroutput  # type: ignore[attr-defined]
+        out[WORKER_KEY] = json.dumps(
+            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal)}
+        )
+
+
+class DistController(_Concluding):
+    """The xdist controller: runs nothing itself; merges what the workers send."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        self.sess = sess
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        out = getattr(node, "workeroutput", None) or {}
+        data = out.get(WORKER_KEY)
+        if data is None:
+            name = getattr(getattr(node, "gateway", None), "id", "?")
+            self.sess.notes.append(
+                f"xdist worker {name} reported no ragdive data (it crashed or was killed"
+                + (f": {error}" if error else "")
+                + "): its LLM statistics are missing and its unfinished conversations are not in the results"
+            )
+            return
+        got = json.loads(data)
+        if got.get("llm"):
+            self.sess.worker_llm_stats.append(got["llm"])
+        for msg in got.get("fatal") or []:
+            if msg not in self.sess.fatal:
+                self.sess.fatal.append(msg)
+
+
+def activate(config: pytest.Config, asked: bool) -> None:
+    """Create the session state and register the one role this process plays."""
+    sess = RagdiveSession.from_pytest(config, active=asked)
+    config.stash[SESSION_KEY] = sess
+    if not sess.active:
+        return
+    role: Central | DistWorker | DistController
+    if hasattr(config, "workerinput"):
+        role = DistWorker(sess)
+    elif config.pluginmanager.hasplugin("xdist") and _distributed(config):
+        role = DistController(sess)
+    else:
+        role = Central(sess)
+    if not isinstance(role, DistController):
+        sess.scheduler = role
+    for name in sess.cfg.suites:
+        config.addinivalue_line("markers", f"ragdive_{name}: a conversation of the ragdive {name} suite")
+    config.pluginmanager.register(role, "ragdive-role")
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """pytest-xdist will run the tests in workers (-n N with N > 0, or --dist/--tx)."""
+    numprocesses = getattr(config.option, "numprocesses", None)
+    dist = getattr(config.option, "dist", "no")
+    tx = getattr(config.option, "tx", None)
+    return bool(numprocesses) or (dist not in (None, "no") and bool(tx))

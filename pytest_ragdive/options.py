@@ -1,0 +1,92 @@
+"""The option table (command-line flags and their config twins) and config discovery.
+
+Imported at plugin load: nothing but pytest and the standard library.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# (flag, config key, metavar or None for a switch, help)
+FLAGS: list[tuple[str, str, str | None, str]] = [
+    ("--ragdive-baseline", "baseline", "PATH", "baseline JSON to gate against (and to write with --ragdive-update-baseline)"),
+    ("--ragdive-update-baseline", "update_baseline", None, "write the baseline from this session instead of gating"),
+    ("--ragdive-suite", "suite", "NAME[,NAME]|all", "run these suites (default core)"),
+    ("--ragdive-runs", "runs", "N", "repeat each suite N times (a baseline records the spread)"),
+    ("--ragdive-record-mode", "record_mode", "MODE", "LLM cache mode: new_episodes (default), none (replay only), all, off"),
+    ("--ragdive-cache-dir", "cache_dir", "DIR", "LLM cache directory (default .ragdive/cache)"),
+    ("--ragdive-model", "model", "MODEL", "litellm model for every LLM role"),
+    ("--ragdive-concurrency", "concurrency", "N", "conversations and LLM calls in flight per process (default 8)"),
+    ("--ragdive-max-cost", "max_cost", "USD", "stop LLM calls once this much is spent and fail the run"),
+    ("--ragdive-report-dir", "report_dir", "DIR", "write results.json, ragdive-junit.xml and summary.md here"),
+    ("--ragdive-config", "config", "FILE", "read the ragdive config from this file (default: ragdive.yaml or [tool.ragdive])"),
+]
+
+# options whose value is a path, resolved against the invocation directory
+PATH_KEYS = ("baseline", "cache_dir", "report_dir")
+# any of these on the command line activates the plugin
+ACTIVATING = ("suite", "baseline", "update_baseline")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ragdive", "RAG quality gate (pytest-ragdive)")
+    for flag, key, metavar, help_ in FLAGS:
+        if metavar is None:
+            group.addoption(flag, dest=f"ragdive_{key}", action="store_true", default=None, help=help_)
+        else:
+            group.addoption(flag, dest=f"ragdive_{key}", metavar=metavar, default=None, help=help_)
+
+
+def cli_values(config: pytest.Config) -> dict[str, Any]:
+    """The ragdive options given on the command line, by config key (paths resolved)."""
+    out: dict[str, Any] = {}
+    for _flag, key, _metavar, _help in FLAGS:
+        v = config.getoption("ragdive_" + key, default=None)
+        if v is None or key == "config":
+            continue
+        if key in PATH_KEYS:
+            v = str((config.invocation_params.dir / v).resolve())
+        out[key] = v
+    return out
+
+
+def flag_names() -> dict[str, str]:
+    """Config key -> its command-line flag (for error messages)."""
+    return {key: flag for flag, key, *_ in FLAGS}
+
+
+def asked(config: pytest.Config) -> bool:
+    """A ragdive option that activates the plugin was given."""
+    return any(config.getoption(f"ragdive_{k}", default=None) is not None for k in ACTIVATING)
+
+
+def config_dirs(config: pytest.Config) -> list[Path]:
+    """Where the ragdive config may live, in order: beside the ini file, the
+    rootdir, the invocation dir, then the directories given as arguments."""
+    dirs = [config.inipath.parent] if config.inipath is not None else []
+    dirs += [config.rootpath, config.invocation_params.dir]
+    for arg in config.args:
+        p = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        dirs.append(p if p.is_dir() else p.parent)
+    return list(dict.fromkeys(dirs))
+
+
+def autorun_configured(config: pytest.Config) -> bool:
+    """Cheap check for ``autorun = true`` (a text search, no config machinery)
+    in the --ragdive-config file, else in the config candidates of every dir."""
+    explicit = config.getoption("ragdive_config", default=None)
+    if explicit:
+        files = [config.invocation_params.dir / explicit]
+    else:
+        files = [d / n for d in config_dirs(config) for n in ("ragdive.yaml", "ragdive.yml", "pyproject.toml")]
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if "autorun" in text and "ragdive" in text:
+            return True
+    return False
