@@ -14,7 +14,11 @@ import sys
 from collections.abc import Sequence
 
 # command name -> (module implementing it, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "alert-rules": (".online.alerts", "write the Prometheus alert rules of [tool.ragdive.online]"),
+    "logs-to-suite": (".online.to_suite", "production request logs -> draft scripted conversations to review"),
+    "score-logs": (".online.score_logs", "the signal summary of production request logs"),
+}
 
 EXIT_USAGE = 4
 

@@ -50,6 +50,10 @@ class RagdiveFormatError(UsageError):
     """Data that is not in the RAG-DIVE format; the message names the item and key."""
 
 
+class LogFormatError(UsageError):
+    """A production request log (JSONL) that cannot be read; the message names file and line."""
+
+
 class TargetError(Exception):
     """The target raised or returned something that is not a response."""
 

@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from pytest_ragdive import Context, TargetResponse
+from pytest_ragdive.online.monitor import stage
 
 from .chunking import Chunk, chunk_corpus
 from .corpus import DEFAULT_CORPUS, load_corpus
@@ -113,11 +114,14 @@ class HelpCentreBot:
         return self.retriever.search(self.query(messages), self.config.top_k)
 
     def __call__(self, messages: Sequence[Mapping[str, str]]) -> TargetResponse:
-        query = self.query(messages)
-        contexts = self.retriever.search(query, self.config.top_k)
-        if self.config.model:
-            return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
-        reading = self.reader.read(query, contexts)
+        # stage(): times the stages when the bot runs under pytest_ragdive.online.monitored
+        with stage("retrieval"):
+            query = self.query(messages)
+            contexts = self.retriever.search(query, self.config.top_k)
+        with stage("generation"):
+            if self.config.model:
+                return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
+            reading = self.reader.read(query, contexts)
         citations = list(dict.fromkeys(doc_id for _, doc_id in reading.sentences))
         return TargetResponse(answer=reading.answer, contexts=contexts, citations=citations)
 

@@ -49,6 +49,8 @@ class ScriptedConversation(_Row):
     document_id: str | None = None
     category: str | None = None
     difficulty: str | None = None
+    # drafts written by `logs-to-suite` carry reviewed: false until a person checks them
+    reviewed: bool = True
     turns: list[ScriptedTurn] = Field(min_length=1)
 
 
@@ -113,7 +115,14 @@ def load_single_turn(path: Path) -> list[SingleTurnCase]:
 
 
 def load_conversations(path: Path) -> list[ScriptedConversation]:
-    return _parse(path, ScriptedConversation, ("conversations",))
+    convs: list[ScriptedConversation] = _parse(path, ScriptedConversation, ("conversations",))
+    for c in convs:
+        if not c.reviewed:
+            raise GoldenError(
+                f"{path}: conversation {c.id!r} is marked reviewed: false (a logs-to-suite draft): "
+                "check its ground truths, then set reviewed: true"
+            )
+    return convs
 
 
 class _DocRow(_Row):

@@ -1,0 +1,160 @@
+"""``logs-to-suite``: production conversations worth keeping, as draft scripted conversations.
+
+``python -m pytest_ragdive logs-to-suite LOGS.jsonl [...] -o candidates.yaml`` reads
+request logs (``online.logs``), rebuilds the conversations (``online.replay``) and
+keeps every conversation with a turn that
+
+- ``error``: the target raised,
+- ``empty_retrieval``: retrieved no context,
+- ``low_grounding``: has grounding below ``low_grounding`` (0.5),
+- ``negative_feedback``: got negative feedback,
+- ``hedged``: hedged its answer,
+
+plus a sample of ``sample`` (5) of the others, drawn with ``seed`` (0): the same log
+and seed give the same file. It writes them in the scripted-conversation format
+(``sources.golden``) with the chatbot's answers as *draft* ground truths and the
+ids it cited as draft ``relevant_doc_ids``, each conversation marked
+``reviewed: false`` under a comment saying why it was kept. The loader refuses a
+conversation marked ``reviewed: false``: a person corrects the drafts and sets
+``reviewed: true`` (or deletes the key), then lists the file under a suite's
+``conversations``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..config import OnlineConfig
+from ..errors import ConfigError, LogFormatError
+from ..sources.golden import ScriptedConversation, ScriptedTurn
+from .alerts import load_online_config
+from .logs import read_logs
+from .replay import LoggedConversation, LoggedTurn, conversations
+
+__all__ = ["REASONS", "add_arguments", "reasons", "render_candidates", "run", "select"]
+
+REASONS = ("error", "empty_retrieval", "low_grounding", "negative_feedback", "hedged")
+
+
+def _turn_reasons(turn: LoggedTurn, low_grounding: float) -> list[str]:
+    s = turn.signals
+    out: list[str] = []
+    if turn.error is not None:
+        out.append("error")
+    if s is not None and s.empty_retrieval:
+        out.append("empty_retrieval")
+    if s is not None and s.grounding is not None and s.grounding < low_grounding:
+        out.append("low_grounding")
+    if turn.feedback:
+        out.append("negative_feedback")
+    if s is not None and s.hedging:
+        out.append("hedged")
+    return out
+
+
+def reasons(conv: LoggedConversation, low_grounding: float) -> list[str]:
+    """Why a conversation is worth keeping, e.g. ``["empty_retrieval (turn 2)",
+    "negative_feedback (turn 2: wrong_answer)"]``; empty when nothing stands out."""
+    out: list[str] = []
+    for name in REASONS:
+        for n, turn in enumerate(conv.turns, 1):
+            if name in _turn_reasons(turn, low_grounding):
+                detail = f"turn {n}"
+                if name == "negative_feedback":
+                    detail += ": " + ", ".join(turn.feedback)
+                elif name == "low_grounding" and turn.signals is not None and turn.signals.grounding is not None:
+                    detail += f": {turn.signals.grounding:.2f}"
+                out.append(f"{name} ({detail})")
+    return out
+
+
+def select(
+    convs: list[LoggedConversation], *, low_grounding: float, sample: int, seed: int
+) -> list[tuple[LoggedConversation, list[str]]]:
+    """The flagged conversations and a seeded sample of the rest, in log order, with why."""
+    flagged = {c.id: reasons(c, low_grounding) for c in convs}
+    rest = sorted(c.id for c in convs if not flagged[c.id])
+    sampled = set(random.Random(seed).sample(rest, min(sample, len(rest))))
+    return [
+        (c, flagged[c.id] or ["sampled"]) for c in convs if flagged[c.id] or c.id in sampled
+    ]
+
+
+def _scripted(conv: LoggedConversation) -> ScriptedConversation:
+    first = conv.turns[0].rag_input
+    return ScriptedConversation(
+        id=conv.id,
+        title=first if len(first) <= 60 else first[:57] + "...",
+        reviewed=False,
+        turns=[
+            ScriptedTurn(
+                rag_input=t.rag_input,
+                ground_truth=t.answer or "",
+                question_type="Initial" if n == 0 else "Follow-up",
+                relevant_doc_ids=t.cited,
+            )
+            for n, t in enumerate(conv.turns)
+        ],
+    )
+
+
+def render_candidates(selected: list[tuple[LoggedConversation, list[str]]], source: str = "") -> str:
+    """The candidates file (YAML, one comment per conversation saying why it was kept)."""
+    import yaml
+
+    lines = [
+        f"# Candidate regression cases from production logs{f' ({source})' if source else ''}, by logs-to-suite.",
+        "# Each ground_truth is the chatbot's own answer (a draft): correct it, check relevant_doc_ids,",
+        "# then set reviewed: true. The loader refuses conversations marked reviewed: false.",
+        "conversations:",
+    ]
+    for conv, why in selected:
+        data = _scripted(conv).model_dump(exclude_defaults=True)
+        data = {"id": data.pop("id"), "title": data.pop("title"), "reviewed": False, **data}
+        text = yaml.safe_dump([data], sort_keys=False, allow_unicode=True, width=100)
+        lines.append(f"  # kept for: {'; '.join(why)}")
+        lines.extend(f"  {ln}" if ln else ln for ln in text.rstrip("\n").split("\n"))
+    if not selected:
+        lines[-1] = "conversations: []"
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logs", nargs="+", help="request log files (JSONL, written by the monitor)")
+    parser.add_argument("-o", "--output", required=True, help="candidates file to write (YAML)")
+    parser.add_argument("--sample", type=int, help="unflagged conversations to sample (default: [tool.ragdive.online] sample)")
+    parser.add_argument("--seed", type=int, help="seed of the sample (default: [tool.ragdive.online] seed)")
+    parser.add_argument("--low-grounding", type=float, help="grounding below this flags a turn")
+    parser.add_argument("--force", action="store_true", help="overwrite the output file")
+    parser.add_argument("--config", help="ragdive.yaml or pyproject.toml holding [tool.ragdive.online]")
+
+
+def _settings(args: argparse.Namespace) -> OnlineConfig:
+    cfg = load_online_config(args.config)
+    updates = {k: v for k, v in (("sample", args.sample), ("seed", args.seed), ("low_grounding", args.low_grounding)) if v is not None}
+    return OnlineConfig.model_validate({**cfg.model_dump(), **updates}) if updates else cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        cfg = _settings(args)
+    except ValidationError as e:
+        raise ConfigError(f"logs-to-suite: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise LogFormatError(f"logs-to-suite: {out} exists (reviewed cases may be in it): pass --force to overwrite")
+    log = read_logs(args.logs)
+    if not log.requests:
+        raise LogFormatError(f"logs-to-suite: no request in {', '.join(args.logs)}")
+    convs = conversations(log)
+    selected = select(convs, low_grounding=cfg.low_grounding, sample=cfg.sample, seed=cfg.seed)
+    out.write_text(render_candidates(selected, ", ".join(Path(p).name for p in args.logs)), encoding="utf-8")
+    counts = {r: sum(1 for _, why in selected if any(w.startswith(r + " ") for w in why)) for r in (*REASONS, "sampled")}
+    counts["sampled"] = sum(1 for _, why in selected if why == ["sampled"])
+    detail = ", ".join(f"{n} {r}" for r, n in counts.items() if n)
+    print(f"wrote {len(selected)} of {len(convs)} conversations to {out}" + (f" ({detail})" if detail else ""))
+    return 0
