@@ -111,7 +111,7 @@ def alert_rules(cfg: OnlineConfig) -> dict[str, Any]:
                     f"RAG negative feedback more than {_num(cfg.feedback_ratio)}x the same "
                     f"{cfg.feedback_window} {cfg.feedback_offset} earlier"
                 ),
-                "description": f"Negative feedback events in the last {cfg.feedback_window}: " + "{{ $value }}.",
+                "description": f"Negative feedback events in the last {cfg.feedback_window}: " + "{{ $value | printf \"%.0f\" }}.",
             },
         },
     ]
