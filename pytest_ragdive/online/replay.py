@@ -2,7 +2,8 @@
 
 The target is stateless (it gets the whole history every call), so a log holds
 one request per user turn, each repeating the turns before. A request *continues*
-another when its history starts with the other's history plus the other's answer;
+another of the same ``conversation_id`` (or both without one) when its history starts
+with the other's history plus the other's answer;
 a conversation is a request that no later request continues (a leaf), and its
 turns are the user messages of that request's history. Each turn is matched with
 the request that answered it, for its signals and its negative feedback (matched by
@@ -65,16 +66,26 @@ def _key(event: RequestEvent) -> _Key:
     return tuple((m.role, m.content) for m in event.messages if m.role != "system")
 
 
+def _answering(reqs: list[RequestEvent], candidates: list[int], leaf: int) -> int | None:
+    """The request that answered an earlier turn of the leaf: among the requests with that
+    history logged before the leaf, the last of the leaf's conversation id, else the last."""
+    before = [j for j in candidates if j < leaf]
+    same = [j for j in before if reqs[j].conversation_id == reqs[leaf].conversation_id]
+    return (same or before or [None])[-1]
+
+
 def conversations(log: LogFile) -> list[LoggedConversation]:
     """The log's conversations, in the order their last request was logged."""
     reqs = log.requests
     keys = [_key(r) for r in reqs]
-    # prefix of some request's history -> index of the last request having it
-    last_with_prefix: dict[_Key, int] = {}
-    for i, k in enumerate(keys):
+    # (conversation id, prefix of some request's history) -> index of the last request having it
+    last_with_prefix: dict[tuple[str | None, _Key], int] = {}
+    for i, (r, k) in enumerate(zip(reqs, keys, strict=True)):
         for n in range(1, len(k) + 1):
-            last_with_prefix[k[:n]] = i
-    by_history: dict[_Key, int] = {k: i for i, k in enumerate(keys)}
+            last_with_prefix[(r.conversation_id, k[:n])] = i
+    by_history: dict[_Key, list[int]] = defaultdict(list)
+    for i, k in enumerate(keys):
+        by_history[k].append(i)
     feedback: dict[str, list[str]] = defaultdict(list)
     for f in log.feedback:
         if f.request_id:
@@ -83,17 +94,18 @@ def conversations(log: LogFile) -> list[LoggedConversation]:
     out: list[LoggedConversation] = []
     used_ids: dict[str, int] = {}
     for i, (req, key) in enumerate(zip(reqs, keys, strict=True)):
+        cid = req.conversation_id
         if req.response is not None:
-            continued = key + (("assistant", req.response.answer),) in last_with_prefix
+            continued = (cid, key + (("assistant", req.response.answer),)) in last_with_prefix
         else:  # a failed call is superseded by a later retry of the same history
-            continued = last_with_prefix.get(key, i) > i
+            continued = last_with_prefix.get((cid, key), i) > i
         if continued or not key or key[-1][0] != "user":
             continue
         turns: list[LoggedTurn] = []
         for n, (role, content) in enumerate(key):
             if role != "user":
                 continue
-            j = i if n == len(key) - 1 else by_history.get(key[: n + 1])
+            j = i if n == len(key) - 1 else _answering(reqs, by_history.get(key[: n + 1], []), i)
             turn = LoggedTurn(rag_input=content)
             if j is not None:
                 ev = reqs[j]
@@ -107,8 +119,7 @@ def conversations(log: LogFile) -> list[LoggedConversation]:
             if turn.answer is None and n + 1 < len(key) and key[n + 1][0] == "assistant":
                 turn.answer = key[n + 1][1]  # the answer as the client sent it back
             turns.append(turn)
-        base = req.conversation_id or f"prod-{req.request_id[:12]}"
+        base = cid or f"prod-{req.request_id[:12]}"
         used_ids[base] = used_ids.get(base, 0) + 1
-        cid = base if used_ids[base] == 1 else f"{base}-{used_ids[base]}"
-        out.append(LoggedConversation(id=cid, turns=turns))
+        out.append(LoggedConversation(id=base if used_ids[base] == 1 else f"{base}-{used_ids[base]}", turns=turns))
     return out

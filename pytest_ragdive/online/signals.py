@@ -105,7 +105,7 @@ _SCRIPTS: tuple[tuple[str, int, int], ...] = (
 )
 # a few very frequent function words per Latin-script language
 _STOPWORDS: dict[str, frozenset[str]] = {
-    "en": frozenset("the and is are to of you your it that for with can not this be on".split()),
+    "en": frozenset("the and is are to of in a an you your our we it that for with can not this be on or".split()),
     "de": frozenset("der die das und ist nicht sie ich mit auf für ein eine zu den von".split()),
     "fr": frozenset("le la les et est des une pas vous pour que dans avec sur au du".split()),
     "es": frozenset("el la los las y es que una por para con del se su como está".split()),
