@@ -144,6 +144,8 @@ def render_rules(cfg: OnlineConfig) -> str:
 def load_online_config(path: str | None) -> OnlineConfig:
     """``[tool.ragdive.online]`` of the given file, else of the config file found in the
     working directory (ragdive.yaml or pyproject.toml), else the defaults."""
+    if path is not None and not Path(path).is_file():
+        raise ConfigError(f"ragdive config error: --config file {path} does not exist")
     file = find_config_file([Path.cwd()], path)
     cfg: RagdiveConfig = load_config(file, default_dir=Path.cwd())
     return cfg.online
