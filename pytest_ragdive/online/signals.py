@@ -114,6 +114,12 @@ _STOPWORDS: dict[str, frozenset[str]] = {
     "pt": frozenset("o os as e é que uma por para com não do da em você".split()),
 }
 _WORD_RE = re.compile(r"\b[^\W\d_]+\b")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+_SCRIPT_RES = tuple((lang, re.compile(f"[{chr(lo)}-{chr(hi)}]")) for lang, lo, hi in _SCRIPTS)
+_WORD_LANGS: dict[str, tuple[str, ...]] = {}
+for _lang, _words in _STOPWORDS.items():
+    for _w in _words:
+        _WORD_LANGS[_w] = (*_WORD_LANGS.get(_w, ()), _lang)
 
 
 def detect_language(text: str) -> str:
@@ -126,31 +132,25 @@ def detect_language(text: str) -> str:
     words (en, de, fr, es, nl, it, pt; ties go to the first in that order). ``und``
     (undetermined) when the text has no letter or no function word of these.
     """
-    counts: dict[str, int] = {}
-    letters = 0
-    for ch in text:
-        if not ch.isalpha():
-            continue
-        letters += 1
-        cp = ord(ch)
-        for lang, lo, hi in _SCRIPTS:
-            if lo <= cp <= hi:
-                counts[lang] = counts.get(lang, 0) + 1
-                break
+    letters = len(_LETTER_RE.findall(text))
     if not letters:
         return "und"
-    other = sum(counts.values())
-    if other * 2 > letters:
-        if counts.get("ja"):
-            return "ja"
-        return max(counts, key=lambda k: counts[k])
-    words = [w.lower() for w in _WORD_RE.findall(text)]
-    best, best_hits = "und", 0
-    for lang, stop in _STOPWORDS.items():
-        hits = sum(1 for w in words if w in stop)
-        if hits > best_hits:
-            best, best_hits = lang, hits
-    return best
+    if not text.isascii():
+        counts: dict[str, int] = {}
+        for lang, rx in _SCRIPT_RES:
+            n = len(rx.findall(text))
+            if n:
+                counts[lang] = counts.get(lang, 0) + n
+        if sum(counts.values()) * 2 > letters:
+            if counts.get("ja"):
+                return "ja"
+            return max(counts, key=lambda k: counts[k])
+    hits: dict[str, int] = dict.fromkeys(_STOPWORDS, 0)
+    for w in _WORD_RE.findall(text.lower()):
+        for lang in _WORD_LANGS.get(w, ()):
+            hits[lang] += 1
+    best = max(hits, key=lambda k: hits[k])  # first of the maximal ones, in _STOPWORDS order
+    return best if hits[best] else "und"
 
 
 def request_signals(
