@@ -71,7 +71,8 @@ def _answering(reqs: list[RequestEvent], candidates: list[int], leaf: int) -> in
     history logged before the leaf, the last of the leaf's conversation id, else the last."""
     before = [j for j in candidates if j < leaf]
     same = [j for j in before if reqs[j].conversation_id == reqs[leaf].conversation_id]
-    return (same or before or [None])[-1]
+    pick = same or before
+    return pick[-1] if pick else None
 
 
 def conversations(log: LogFile) -> list[LoggedConversation]:
