@@ -213,9 +213,17 @@ def test_metric_names_follow_prometheus_conventions() -> None:
 
 
 def test_the_monitored_target_is_a_target_the_plugin_can_run() -> None:
-    bot = monitored(cited, background=False)
+    seen: list[str] = []
+    bot = monitored(cited, monitor=Monitor(background=False, on_signals=lambda rid, s: seen.append(rid)))
     resp = asyncio.run(as_async(bot)(Q))
     assert resp.answer.startswith("Returns") and resp.contexts == [CTX]
+
+    async def acited(messages: list[dict[str, str]]) -> TargetResponse:
+        return cited(messages)
+
+    abot = monitored(acited, monitor=bot.monitor)
+    assert asyncio.run(as_async(abot)(Q)) == resp
+    assert len(seen) == 2
 
 
 def test_metrics_server_serves_and_stops() -> None:

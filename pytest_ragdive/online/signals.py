@@ -132,10 +132,9 @@ def detect_language(text: str) -> str:
     words (en, de, fr, es, nl, it, pt; ties go to the first in that order). ``und``
     (undetermined) when the text has no letter or no function word of these.
     """
-    letters = len(_LETTER_RE.findall(text))
-    if not letters:
-        return "und"
+    words = _WORD_RE.findall(text.lower())
     if not text.isascii():
+        letters = len(_LETTER_RE.findall(text))
         counts: dict[str, int] = {}
         for lang, rx in _SCRIPT_RES:
             n = len(rx.findall(text))
@@ -146,7 +145,7 @@ def detect_language(text: str) -> str:
                 return "ja"
             return max(counts, key=lambda k: counts[k])
     hits: dict[str, int] = dict.fromkeys(_STOPWORDS, 0)
-    for w in _WORD_RE.findall(text.lower()):
+    for w in words:
         for lang in _WORD_LANGS.get(w, ()):
             hits[lang] += 1
     best = max(hits, key=lambda k: hits[k])  # first of the maximal ones, in _STOPWORDS order
