@@ -160,6 +160,8 @@ def test_bad_logs_are_one_line_and_exit_4(tmp_path: Path, capsys: pytest.Capture
     assert "no request" in capsys.readouterr().err
     assert main(["score-logs", str(tmp_path / "missing.jsonl")]) == 4
     assert "file not found" in capsys.readouterr().err
+    assert main(["logs-to-suite", str(bad), "-o", str(tmp_path / "c.yaml"), "--sample", "-1"]) == 4
+    assert "sample: Input should be greater than or equal to 0, got -1" in capsys.readouterr().err
 
 
 def test_score_logs_summarises_the_signals(log: Path, capsys: pytest.CaptureFixture[str]) -> None:

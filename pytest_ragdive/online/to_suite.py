@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..config import OnlineConfig
-from ..errors import ConfigError, LogFormatError
+from ..errors import ConfigError, LogFormatError, one_line
 from ..sources.golden import ScriptedConversation, ScriptedTurn
 from .alerts import load_online_config
 from .logs import read_logs
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = _settings(args)
     except ValidationError as e:
-        raise ConfigError(f"logs-to-suite: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from None
+        raise ConfigError(f"logs-to-suite: {one_line(e)}") from None
     out = Path(args.output)
     if out.exists() and not args.force:
         raise LogFormatError(f"logs-to-suite: {out} exists (reviewed cases may be in it): pass --force to overwrite")
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     convs = conversations(log)
     selected = select(convs, low_grounding=cfg.low_grounding, sample=cfg.sample, seed=cfg.seed)
     out.write_text(render_candidates(selected, ", ".join(Path(p).name for p in args.logs)), encoding="utf-8")
-    counts = {r: sum(1 for _, why in selected if any(w.startswith(r + " ") for w in why)) for r in (*REASONS, "sampled")}
+    counts = {r: sum(1 for _, why in selected if any(w.startswith(f"{r} (") for w in why)) for r in REASONS}
     counts["sampled"] = sum(1 for _, why in selected if why == ["sampled"])
     detail = ", ".join(f"{n} {r}" for r, n in counts.items() if n)
     print(f"wrote {len(selected)} of {len(convs)} conversations to {out}" + (f" ({detail})" if detail else ""))
