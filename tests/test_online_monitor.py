@@ -158,6 +158,19 @@ def test_monitoring_failures_are_counted_never_raised() -> None:
     assert sample(m, "rag_monitoring_errors_total") == 2.0
 
 
+def test_a_failing_sink_leaves_the_others_working(tmp_path: Path) -> None:
+    m = RagMetrics()
+    seen: list[str] = []
+    # the log path is a directory: every log write fails
+    mon = Monitor(metrics=m, log=tmp_path, background=False, on_signals=lambda rid, s: seen.append(rid))
+    bot = monitored(cited, monitor=mon)
+    assert bot(Q, request_id="r1").answer.startswith("Returns")
+    bot.record_feedback("outdated", request_id="r1")
+    assert mon.failures == 2  # the request line and the feedback line
+    assert sample(m, "rag_requests_total") == 1.0 and seen == ["r1"]
+    assert sample(m, "rag_negative_feedback_total", category="outdated") == 1.0
+
+
 def test_a_full_queue_drops_and_counts_instead_of_blocking() -> None:
     m = RagMetrics()
     gate = threading.Event()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import OnlineConfig
+from ..records import TargetResponse
 from ..target import coerce_response
 from .logs import FeedbackEvent, LogWriter, RequestEvent, Timings, history_messages, utc_now
 from .signals import RequestSignals, request_signals
@@ -93,12 +93,10 @@ class Monitor:
         *,
         metrics: RagMetrics | None = None,
         log: str | Path | None = None,
-        config: OnlineConfig | None = None,
         background: bool = True,
         queue_size: int = 10_000,
         on_signals: Callable[[str, RequestSignals], None] | None = None,
     ) -> None:
-        self.config = config or (metrics.config if metrics is not None else OnlineConfig())
         self.metrics = metrics
         self.writer = LogWriter(log) if log is not None else None
         self.background = background
@@ -151,45 +149,64 @@ class Monitor:
                 self._queue.task_done()
 
     def _process(self, call: _Call | FeedbackEvent) -> None:
+        """Signals, then each sink (metrics, log, callback) on its own: a failing sink is
+        counted and the others still get the event."""
         try:
             if isinstance(call, FeedbackEvent):
-                if self.metrics is not None:
-                    call = call.model_copy(update={"category": self.metrics.record_feedback(call.category)})
-                if self.writer is not None:
-                    self.writer.write(call)
+                self._feedback(call)
                 return
-            retrieval_s = call.timings.get("retrieval")
-            generation_s = call.timings.get("generation")
-            if call.error is not None:
-                if self.metrics is not None:
-                    self.metrics.observe_error(retrieval_s, generation_s, call.total_s)
-                response = None
-            else:
-                response = coerce_response(call.value)
-                signals = request_signals(
-                    call.messages, response, retrieval_s=retrieval_s, generation_s=generation_s, total_s=call.total_s
-                )
-                if self.metrics is not None:
-                    self.metrics.observe(signals)
-                if self.on_signals is not None:
-                    self.on_signals(call.request_id, signals)
-            if self.writer is not None:
-                self.writer.write(
-                    RequestEvent(
-                        time=call.time,
-                        request_id=call.request_id,
-                        conversation_id=call.conversation_id,
-                        messages=history_messages(call.messages),
-                        response=response,
-                        error=None if call.error is None else f"{type(call.error).__name__}: {call.error}",
-                        timings=Timings(retrieval_s=retrieval_s, generation_s=generation_s, total_s=call.total_s),
+            retrieval_s, generation_s = call.timings.get("retrieval"), call.timings.get("generation")
+            response: TargetResponse | None = None
+            signals: RequestSignals | None = None
+            if call.error is None:
+                try:
+                    response = coerce_response(call.value)
+                    signals = request_signals(
+                        call.messages, response, retrieval_s=retrieval_s, generation_s=generation_s, total_s=call.total_s
                     )
+                except Exception:  # noqa: BLE001 - e.g. a return value that is no response
+                    self._failed()
+                    return
+            metrics, writer, on_signals = self.metrics, self.writer, self.on_signals
+            if metrics is not None:
+                if signals is not None:
+                    self._sink(lambda: metrics.observe(signals))
+                else:
+                    self._sink(lambda: metrics.observe_error(retrieval_s, generation_s, call.total_s))
+            if writer is not None:
+                event = RequestEvent(
+                    time=call.time,
+                    request_id=call.request_id,
+                    conversation_id=call.conversation_id,
+                    messages=history_messages(call.messages),
+                    response=response,
+                    error=None if call.error is None else f"{type(call.error).__name__}: {call.error}",
+                    timings=Timings(retrieval_s=retrieval_s, generation_s=generation_s, total_s=call.total_s),
                 )
+                self._sink(lambda: writer.write(event))
+            if on_signals is not None and signals is not None:
+                self._sink(lambda: on_signals(call.request_id, signals))
         except Exception:  # noqa: BLE001
             self._failed()
         finally:
             with self._lock:
                 self.processed += 1
+
+    def _feedback(self, event: FeedbackEvent) -> None:
+        metrics, writer = self.metrics, self.writer
+        if metrics is not None:
+            category = event.category
+            self._sink(lambda: metrics.record_feedback(category))
+            event = event.model_copy(update={"category": metrics.feedback_category(category)})
+        if writer is not None:
+            logged = event
+            self._sink(lambda: writer.write(logged))
+
+    def _sink(self, fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001
+            self._failed()
 
     def _failed(self) -> None:
         with self._lock:
