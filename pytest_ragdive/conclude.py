@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
 from .config import RagdiveConfig
-from .llm_stats import LLMStats
+from .llm.stats import LLMStats
 from .outcome import GateStatus, RunInfo, RunOutcome
 from .records import Baseline, Conversation, Document, JudgeCalls, ValidationStats
 

@@ -13,12 +13,13 @@ import hashlib
 import json
 import re
 import tomllib
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import ConfigError
+from .errors import ConfigError, one_line
 from .metrics.registry import METRICS
 
 SUITE_NAMES = ("core", "extended")  # the conventional suites; any other name is accepted too
@@ -32,6 +33,42 @@ DEFAULT_GATE: dict[str, float] = {
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
 }
+
+
+class RecordMode(StrEnum):
+    """How the LLM cache is used (as vcrpy's record modes). Callers test the
+    properties, never the names."""
+
+    NEW_EPISODES = "new_episodes"  # replay hits, call and store misses
+    NONE = "none"  # replay only: a miss is an error (no key needed)
+    ALL = "all"  # call everything and overwrite
+    OFF = "off"  # no cache at all
+
+    @property
+    def cached(self) -> bool:
+        """Whether there is a cache at all."""
+        return self is not RecordMode.OFF
+
+    @property
+    def reads(self) -> bool:
+        """Whether lookups may answer (new_episodes, none)."""
+        return self in (RecordMode.NEW_EPISODES, RecordMode.NONE)
+
+    @property
+    def writes(self) -> bool:
+        """Whether finished calls are stored (new_episodes, all)."""
+        return self in (RecordMode.NEW_EPISODES, RecordMode.ALL)
+
+    @property
+    def replay_only(self) -> bool:
+        """Whether a miss is an error instead of a call (none)."""
+        return self is RecordMode.NONE
+
+    @property
+    def coordinates(self) -> bool:
+        """Whether processes sharing the cache claim misses so that only one of
+        them sends a request (reads and writes: new_episodes)."""
+        return self.reads and self.writes
 
 
 class _Strict(BaseModel):
@@ -156,7 +193,7 @@ class RagdiveConfig(_Strict):
     update_baseline: bool = False
     suite: str = "core"  # NAME[,NAME...] or all
     runs: int = Field(1, ge=1)
-    record_mode: Literal["new_episodes", "none", "all", "off"] = "new_episodes"
+    record_mode: RecordMode = RecordMode.NEW_EPISODES
     cache_dir: str = ".ragdive/cache"
     model: str | None = None
     concurrency: int = Field(8, ge=1)
@@ -276,26 +313,17 @@ class RagdiveConfig(_Strict):
 # loading
 
 
-def _fmt_loc(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(x) for x in loc) or "(top level)"
-
-
 def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None = None) -> str:
     first = err.errors()[0]
     loc = tuple(first["loc"])
-    key = _fmt_loc(loc)
+    key = ".".join(str(x) for x in loc) or "(top level)"
     if cli_names and loc and str(loc[0]) in cli_names:
         where, key = "command line", cli_names[str(loc[0])]
     if first["type"] == "extra_forbidden":
         fields = _fields_at(loc[:-1])
         hint = f" (expected one of: {', '.join(fields)})" if fields else ""
         return f"ragdive config error in {where}: unknown key {key!r}{hint}"
-    got = first.get("input")
-    got_s = "" if isinstance(got, (dict, list)) else f", got {got!r}"
-    msg = first["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    return f"ragdive config error in {where}: key {key!r}: {msg}{got_s}"
+    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {key!r}')}"
 
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:

@@ -17,6 +17,7 @@ every loader uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -85,6 +86,24 @@ class LLMCallError(LLMError):
         self.status = status
 
 
+class TransportError(Exception):
+    """A failed request inside the LLM client's transports; never leaves the client
+    (the client turns it into a retry or an :class:`LLMCallError`)."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class TransientTransportError(TransportError):
+    """Worth a retry: 408/409/425/429, 5xx, a timeout, a connection failure, an unreadable reply."""
+
+
+class FatalTransportError(TransportError):
+    """Not worth a retry: any other 4xx, or an error the transport does not know."""
+
+
 class CacheMissError(LLMError, FatalRunError):
     """record_mode none and the cache has no answer for this call."""
 
@@ -115,6 +134,10 @@ class RagasNotInstalled(ImportError, FatalRunError):
     """judge_backend = "ragas" was chosen but ragas cannot be imported."""
 
 
+class RagdiveCacheWarning(UserWarning):
+    """A cache entry could not be read (dropped and fetched again) or a write failed."""
+
+
 class InvalidJudgment(ValueError):
     """A judge output that parsed but cannot be scored (e.g. wrong verdict count)."""
 
@@ -124,17 +147,28 @@ def fmt_loc(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(x) for x in loc) or "(top level)"
 
 
-def one_line(err: ValidationError, *, limit: int = 1) -> str:
-    """The first ``limit`` errors of a ValidationError as ``key: message, got X`` joined by ``; ``."""
+def one_line(
+    err: ValidationError,
+    *,
+    limit: int = 1,
+    label: Callable[[tuple[Any, ...]], str] | None = None,
+    inputs: bool = True,
+) -> str:
+    """The first ``limit`` errors of a ValidationError as ``key: message, got X`` joined by ``; ``.
+
+    ``label(loc)`` names a location instead of ``a.b.0.c`` (e.g. ``key 'a.b'``
+    or a command-line flag); ``inputs=False`` leaves out the ``got X`` part
+    (for inputs that may be long or are not the user's, such as model replies)."""
     parts: list[str] = []
     for first in err.errors()[:limit]:
         msg = first["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         got = first.get("input")
-        got_s = "" if isinstance(got, (dict, list)) or first["type"] == "missing" else f", got {got!r}"
+        got_s = "" if not inputs or isinstance(got, (dict, list)) or first["type"] == "missing" else f", got {got!r}"
         loc = tuple(first["loc"])
-        parts.append(f"{fmt_loc(loc)}: {msg}{got_s}" if loc else f"{msg}{got_s}")
+        where = label(loc) if label is not None else (fmt_loc(loc) if loc else "")
+        parts.append(f"{where}: {msg}{got_s}" if where else f"{msg}{got_s}")
     more = len(err.errors()) - limit
     if more > 0:
         parts.append(f"(+{more} more)")

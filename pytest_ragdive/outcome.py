@@ -14,7 +14,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from .baseline import GateRow
-from .llm_stats import LLMStats
+from .llm.stats import LLMStats
 from .records import Baseline, Conversation, JudgeCalls, SuiteResult, ValidationStats
 
 

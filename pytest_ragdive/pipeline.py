@@ -137,14 +137,9 @@ class Pipeline:
 
     async def _judge(self, conv: Conversation) -> None:
         try:
-            if self.cfg.judge_backend == "ragas":
-                from .metrics.ragas_backend import judge_conversation_ragas
+            from .metrics.backends import judge_conversation
 
-                await judge_conversation_ragas(conv, self.llm_client(), self.cfg, self.documents())
-            else:
-                from .metrics.judged import judge_conversation
-
-                await judge_conversation(conv, self.llm_client(), self.cfg, self.documents())
+            await judge_conversation(conv, self.llm_client(), self.cfg, self.documents())
         except Exception as exc:  # noqa: BLE001 - recorded on the conversation
             record_error(conv, exc, "judging")
             self._note_fatal(exc)

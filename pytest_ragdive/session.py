@@ -196,7 +196,7 @@ class RagdiveSession:
             dumps.append(local)
         if not dumps:
             return None
-        from .llm_stats import LLMStats
+        from .llm.stats import LLMStats
 
         total = LLMStats()
         for d in dumps:

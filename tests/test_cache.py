@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragdive.cache import CachedResponse, LLMCache, RagdiveCacheWarning, cache_key
 from pytest_ragdive.llm import LLMClient
+from pytest_ragdive.llm.cache import CachedResponse, LLMCache, RagdiveCacheWarning, cache_key
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
 SECRET = "sk-secret-123"
@@ -309,7 +309,7 @@ def test_two_xdist_workers_share_the_cache(pytester: pytest.Pytester, tmp_path: 
         monkeypatch.setenv("FAKE_URL", s.url)
         monkeypatch.setenv("SHARED_CACHE", str(tmp_path / "shared"))
         r = pytester.runpytest_subprocess(
-            "-n", "2", "-p", "xdist", "-W", "error::pytest_ragdive.cache.RagdiveCacheWarning"
+            "-n", "2", "-p", "xdist", "-W", "error::pytest_ragdive.errors.RagdiveCacheWarning"
         )
         r.assert_outcomes(passed=2)
         per_request = Counter(b["messages"][-1]["content"] for b in s.requests)

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ragdive.metrics.backends import judge_conversation
 from pytest_ragdive.metrics.judged import (
     CONVERSATION_METRICS,
     TURN_METRICS,
     average_precision,
-    judge_conversation,
     total_judge_calls,
 )
 from pytest_ragdive.prompts import FENCE_NOTE, load_prompt

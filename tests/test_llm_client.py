@@ -467,7 +467,7 @@ def test_stats_merge_table_and_roundtrip(server: FakeLLMServer, tmp_path: Path) 
 
 def test_module_import_is_light() -> None:
     code = (
-        "import sys, pytest_ragdive.llm, pytest_ragdive.cache;"
+        "import sys, pytest_ragdive.llm, pytest_ragdive.llm.cache, pytest_ragdive.llm.stats;"
         "bad=[m for m in ('litellm','diskcache','aiohttp','openai','httpx') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from pytest_ragdive.metrics.judged import judge_conversation  # noqa: E402
+from pytest_ragdive.metrics.backends import judge_conversation  # noqa: E402
 from pytest_ragdive.metrics.ragas_backend import judge_conversation_ragas  # noqa: E402
 from pytest_ragdive.records import Context, Conversation, Document, Turn  # noqa: E402
 from pytest_ragdive.testing import FakeLLMServer, config_for  # noqa: E402

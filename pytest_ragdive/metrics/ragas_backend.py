@@ -27,16 +27,18 @@ from pydantic import BaseModel
 
 from ..errors import RagasNotInstalled
 from ..prompts import FENCE_NOTE, fence
-from ..records import Conversation, Document, Turn
+from ..records import Conversation, Document, JudgeCalls, Turn
+from .judged import JudgeFactory, JudgeFn, Outcome, judge_conversation
+from .judged.cascade import default_model
 
 if TYPE_CHECKING:
     from ..config import RagdiveConfig
     from ..llm import LLMClient
-    from .judged import JudgeCalls, JudgeFn, Outcome
 
 __all__ = [
     "INSTALL_HINT",
     "judge_conversation_ragas",
+    "RAGAS_JUDGES",
     "RAGAS_METRICS",
     "RagasInvalidOutput",
     "RagasNotInstalled",
@@ -92,11 +94,10 @@ async def judge_conversation_ragas(
 
     faithfulness, context_precision and context_recall come from ragas; correctness,
     forgetfulness and context_retention from our prompts. Raises
-    :class:`RagasNotInstalled` when ragas is missing.
+    :class:`RagasNotInstalled` when ragas is missing (before any call).
     """
-    from .judged import judge_conversation
-
-    await judge_conversation(conv, client, cfg, documents, backend="ragas")
+    require_ragas()
+    await judge_conversation(conv, client, cfg, documents, backend_judges=RAGAS_JUDGES)
 
 
 def check_judge_backend(cfg: RagdiveConfig) -> None:
@@ -158,8 +159,6 @@ def _failing_reasons(outputs: list[BaseModel]) -> str:
 
 def ragas_judge(client: LLMClient, metric: str, turn: Turn, calls: JudgeCalls) -> JudgeFn:
     """A JudgeFn (see :mod:`.judged`) computing ``metric`` for ``turn`` with ragas."""
-    from .judged import Outcome
-
     r = require_ragas()
     question = fence(turn.question, "question")
     answer = fence(turn.answer or "", "answer")
@@ -167,12 +166,7 @@ def ragas_judge(client: LLMClient, metric: str, turn: Turn, calls: JudgeCalls) -
     reference = fence(turn.ground_truth, "ground truth")
 
     async def judge(model: str | None) -> Outcome:
-        requested = model
-        if requested is None:
-            try:
-                requested = client.model_for("judge")
-            except Exception:
-                requested = None
+        requested = model or default_model(client)
         used: list[str | None] = []
         outputs: list[BaseModel] = []
 
@@ -209,3 +203,7 @@ def ragas_judge(client: LLMClient, metric: str, turn: Turn, calls: JudgeCalls) -
         return Outcome(score, reason, model_used)
 
     return judge
+
+
+#: the judges this backend gives :func:`~.judged.judge_conversation` (``backend_judges``)
+RAGAS_JUDGES: dict[str, JudgeFactory] = {metric: ragas_judge for metric in RAGAS_METRICS}

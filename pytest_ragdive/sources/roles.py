@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import RoleError
+from ..errors import RoleError, fmt_loc, one_line
 
 BUILTIN_ROLE_DIR = Path(__file__).resolve().parent.parent / "roles"
 ROLE_SUFFIXES = (".yaml", ".yml")
@@ -77,9 +77,7 @@ def load_role_file(path: Path) -> Role:
     try:
         return Role.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        key = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise RoleError(f"role file {path}: key {key!r}: {first['msg']}") from None
+        raise RoleError(f"role file {path}: {one_line(e, label=lambda loc: f'key {fmt_loc(loc)!r}')}") from None
 
 
 def load_roles(names: Iterable[str], extra_dirs: Iterable[str | Path] = ()) -> list[Role]:

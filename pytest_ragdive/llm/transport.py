@@ -1,6 +1,10 @@
 """How the LLM client reaches a model: litellm (every provider) or a lean
-aiohttp path for OpenAI-compatible endpoints. Both raise ``_Transient`` for
-errors worth a retry and ``_Fatal`` for the others."""
+aiohttp path for OpenAI-compatible endpoints. Both send one :class:`Request`
+and return a :class:`~.cache.CachedResponse`, or raise
+:class:`~pytest_ragdive.errors.TransientTransportError` for errors worth a
+retry and :class:`~pytest_ragdive.errors.FatalTransportError` for the others.
+Neither retries (the client's :mod:`.retry` does), neither imports its library
+(litellm, aiohttp) before the first request."""
 
 from __future__ import annotations
 
@@ -10,29 +14,15 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from ..errors import FatalTransportError as _Fatal
+from ..errors import TransientTransportError as _Transient
 from .cache import CachedResponse
 
 MAX_RETRY_AFTER_S = 60.0
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 _STRIP_PREFIXES = ("openai/", "hosted_vllm/")
-
-
-# transports
-
-
-class _Transient(Exception):
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
-class _Fatal(Exception):
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -71,13 +61,34 @@ def _classify_status(status: int | None) -> bool | None:
 
 
 @dataclass
-class _Request:
+class Request:
     messages: list[dict[str, Any]]
     params: dict[str, Any]  # temperature, seed, response_format
     mode: str | None  # resolved structured mode, None for text
 
 
-class _LiteLLMTransport:
+class Transport(Protocol):
+    """What the client needs of a transport."""
+
+    name: str
+
+    def reset_loop(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    def supports_schema(self, model: str) -> bool: ...
+
+    async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse: ...
+
+
+def make_transport(name: str, api_base: str | None, concurrency: int) -> Transport:
+    """The transport called ``name`` (``litellm`` or ``openai_http``)."""
+    if name == "openai_http":
+        return OpenAIHTTPTransport(api_base, concurrency)
+    return LiteLLMTransport(api_base)
+
+
+class LiteLLMTransport:
     name = "litellm"
 
     def __init__(self, api_base: str | None) -> None:
@@ -102,7 +113,7 @@ class _LiteLLMTransport:
         except Exception:
             return False
 
-    async def send(self, model: str, req: _Request, api_key: str | None, timeout_s: float) -> CachedResponse:
+    async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
         litellm = self.lib
         kwargs: dict[str, Any] = {
             "model": model,
@@ -233,7 +244,7 @@ class PriceMap:
         return pt * float(inp) + ct * float(out)
 
 
-class _OpenAIHTTPTransport:
+class OpenAIHTTPTransport:
     name = "openai_http"
 
     def __init__(self, api_base: str | None, concurrency: int) -> None:
@@ -276,7 +287,7 @@ class _OpenAIHTTPTransport:
             self._loop = loop
         return self._session
 
-    async def send(self, model: str, req: _Request, api_key: str | None, timeout_s: float) -> CachedResponse:
+    async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
         import aiohttp
 
         name = model

@@ -1,5 +1,7 @@
-"""Per-role accounting of the LLM client: calls, requests, cache hits, tokens,
-cost. Workers of pytest-xdist send theirs to the controller, which merges them."""
+"""Per-role accounting of the LLM client (calls, requests, cache hits, tokens,
+cost) and the cache's counters. Workers of pytest-xdist send theirs to the
+controller, which merges them. Imports nothing heavy: :mod:`pytest_ragdive.outcome`
+holds an :class:`LLMStats`."""
 
 from __future__ import annotations
 
@@ -7,9 +9,39 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .cache import CacheStats
-
 ROLES: tuple[str, ...] = ("simulator", "validator", "judge", "classifier")
+
+
+class CacheStats(BaseModel):
+    """Counters of one process's cache use (mergeable across xdist workers)."""
+
+    model_config = ConfigDict(validate_assignment=False)
+
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    corrupt: int = 0
+    errors: int = 0
+    waits: int = 0  # misses answered by another process's in-flight call
+
+    def merge(self, other: CacheStats) -> CacheStats:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        return self
+
+    @property
+    def lookups(self) -> int:
+        return self.hits + self.misses
+
+    def summary(self) -> str:
+        n = self.lookups
+        rate = f" ({self.hits / n:.0%} hit rate)" if n else ""
+        extra = ""
+        if self.corrupt:
+            extra += f", {self.corrupt} corrupt dropped"
+        if self.errors:
+            extra += f", {self.errors} errors"
+        return f"cache: {self.hits} hits, {self.misses} misses{rate}, {self.stores} stored{extra}"
 
 
 class UsageStats(BaseModel):

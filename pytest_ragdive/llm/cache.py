@@ -19,9 +19,11 @@ Value
     tampered, committed cache could use to run code) is refused as corrupt.
 
 Record modes
-    ``new_episodes`` (replay hits, call and store misses), ``none`` (replay
-    only; the client raises CacheMissError on a miss), ``all`` (call
-    everything and overwrite), ``off`` (no cache at all).
+    :class:`~pytest_ragdive.config.RecordMode`: ``new_episodes`` (replay hits,
+    call and store misses), ``none`` (replay only; the client raises
+    CacheMissError on a miss), ``all`` (call everything and overwrite),
+    ``off`` (no cache at all). Callers test its properties (``reads``,
+    ``writes``, ``replay_only``), never the names.
 
 Several processes (pytest-xdist workers) can share one directory: SQLite
 serialises writers (busy timeout :data:`DB_TIMEOUT_S`), each finished call is
@@ -43,12 +45,16 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..config import RecordMode
+from ..errors import RagdiveCacheWarning, one_line
+from .stats import CacheStats
+
 if TYPE_CHECKING:
-    from .config import RagdiveConfig
+    from ..config import RagdiveConfig
 
 __all__ = [
     "DB_TIMEOUT_S",
@@ -62,8 +68,6 @@ __all__ = [
     "canonical_json",
 ]
 
-RecordMode = Literal["new_episodes", "none", "all", "off"]
-RECORD_MODES: tuple[str, ...] = ("new_episodes", "none", "all", "off")
 
 #: bump when the meaning of a key changes (e.g. the client's JSON instructions)
 KEY_VERSION = 1
@@ -92,42 +96,6 @@ def _holder_dead(holder: str) -> bool:
     except OSError:
         return False  # exists, not ours to signal
     return False
-
-
-class RagdiveCacheWarning(UserWarning):
-    """A cache entry could not be read (dropped and fetched again) or a write failed."""
-
-
-class CacheStats(BaseModel):
-    """Counters of one process's cache use (mergeable across xdist workers)."""
-
-    model_config = ConfigDict(validate_assignment=False)
-
-    hits: int = 0
-    misses: int = 0
-    stores: int = 0
-    corrupt: int = 0
-    errors: int = 0
-    waits: int = 0  # misses answered by another process's in-flight call
-
-    def merge(self, other: CacheStats) -> CacheStats:
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        return self
-
-    @property
-    def lookups(self) -> int:
-        return self.hits + self.misses
-
-    def summary(self) -> str:
-        n = self.lookups
-        rate = f" ({self.hits / n:.0%} hit rate)" if n else ""
-        extra = ""
-        if self.corrupt:
-            extra += f", {self.corrupt} corrupt dropped"
-        if self.errors:
-            extra += f", {self.errors} errors"
-        return f"cache: {self.hits} hits, {self.misses} misses{rate}, {self.stores} stored{extra}"
 
 
 class CachedResponse(BaseModel):
@@ -208,12 +176,19 @@ class LLMCache:
     """diskcache-backed store of chat completions, shared by processes."""
 
     def __init__(
-        self, directory: str | os.PathLike[str], record_mode: str = "new_episodes", *, timeout: float = DB_TIMEOUT_S
+        self,
+        directory: str | os.PathLike[str],
+        record_mode: RecordMode | str = RecordMode.NEW_EPISODES,
+        *,
+        timeout: float = DB_TIMEOUT_S,
     ):
-        if record_mode not in RECORD_MODES:
-            raise ValueError(f"record_mode must be one of {', '.join(RECORD_MODES)}, got {record_mode!r}")
+        try:
+            mode = RecordMode(record_mode)
+        except ValueError:
+            names = ", ".join(m.value for m in RecordMode)
+            raise ValueError(f"record_mode must be one of {names}, got {record_mode!r}") from None
         self.directory = Path(directory)
-        self.record_mode = record_mode
+        self.record_mode = mode
         self.timeout = timeout
         self.stats = CacheStats()
         self._db: Any = None
@@ -227,7 +202,7 @@ class LLMCache:
     def from_config(cls, cfg: RagdiveConfig) -> LLMCache | None:
         """The cache of a config (``cache_dir`` resolved against the config's
         directory); None when ``record_mode`` is ``off``."""
-        if cfg.record_mode == "off":
+        if not cfg.record_mode.cached:
             return None
         return cls(cfg.path(cfg.cache_dir), cfg.record_mode)
 
@@ -235,16 +210,17 @@ class LLMCache:
     @property
     def reads(self) -> bool:
         """Whether lookups may answer (new_episodes, none)."""
-        return self.record_mode in ("new_episodes", "none")
+        return self.record_mode.reads
 
     @property
     def writes(self) -> bool:
         """Whether finished calls are stored (new_episodes, all)."""
-        return self.record_mode in ("new_episodes", "all")
+        return self.record_mode.writes
 
     @property
     def replay_only(self) -> bool:
-        return self.record_mode == "none"
+        """Whether a miss is an error (none)."""
+        return self.record_mode.replay_only
 
     # -- storage -----------------------------------------------------------
     @property
@@ -301,7 +277,9 @@ class LLMCache:
             if not isinstance(raw, str):
                 raise ValueError(f"unexpected value type {type(raw).__name__}")
             return CachedResponse.model_validate_json(raw)
-        except (ValueError, ValidationError, UnicodeDecodeError) as e:
+        except ValidationError as e:
+            return self._drop(key, f"not a cached response: {one_line(e, inputs=False)}")
+        except (ValueError, UnicodeDecodeError) as e:
             return self._drop(key, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
 
     def _drop(self, key: str, why: str) -> CachedResponse | None:

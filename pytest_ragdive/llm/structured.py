@@ -1,0 +1,172 @@
+"""Structured output: how a pydantic schema is asked for and how a reply is read.
+
+Modes (``cfg.llm.structured_output``)
+    ``json_schema`` sends the model's JSON schema as the OpenAI
+    ``response_format`` (``strict: false``); ``json_object`` asks for JSON mode
+    and puts the schema into the prompt; ``prompt`` puts the schema into the
+    prompt only; ``auto`` means json_schema when the transport says the model
+    supports it (litellm's ``supports_response_schema``; always with the lean
+    HTTP path) and json_object otherwise. A json_schema request chosen by
+    ``auto`` that the server refuses with HTTP 400 switches that model to
+    json_object (:class:`ModeChooser`).
+
+Replies
+    ```json fences are stripped, a JSON object wrapped in prose is found,
+    and the result is validated against the schema (:func:`parse_json_output`);
+    a reply that fails gets one repair call quoting the error
+    (:func:`repair_messages`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import one_line
+from .cache import canonical_json
+from .transport import Request, Transport
+
+__all__ = [
+    "JSON_INSTRUCTIONS",
+    "REPAIR_INSTRUCTIONS",
+    "ModeChooser",
+    "build_request",
+    "parse_json_output",
+    "repair_messages",
+    "strip_fences",
+]
+
+T = TypeVar("T", bound=BaseModel)
+
+JSON_INSTRUCTIONS = (
+    "Reply with one JSON object and nothing else: no prose, no code fences. "
+    "It must conform to this JSON schema:\n{schema}"
+)
+REPAIR_INSTRUCTIONS = (
+    "Your previous reply could not be used: {error}\n"
+    "Reply again with only one JSON object (no prose, no code fences) that conforms to this JSON schema:\n{schema}"
+)
+
+_FENCE_RE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+
+
+def strip_fences(text: str) -> str:
+    """The JSON inside a ```json fence (the first one), else the text stripped."""
+    s = text.strip()
+    m = _FENCE_RE.search(s)
+    if m:
+        return m.group(1).strip()
+    if s.startswith("```"):  # an unclosed fence
+        s = s[3:]
+        if s[:4].lower() == "json":
+            s = s[4:]
+    return s.strip()
+
+
+def parse_json_output(text: str, schema: type[T]) -> tuple[T | None, str | None]:
+    """(instance, None) or (None, a one-line reason) for a model reply."""
+    body = strip_fences(text)
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as e:
+        # a JSON object wrapped in prose
+        i, j = body.find("{"), body.rfind("}")
+        data = None
+        if 0 <= i < j:
+            try:
+                data = json.loads(body[i : j + 1])
+            except ValueError:
+                data = None
+        if data is None:
+            snippet = body[:80].replace("\n", " ")
+            return None, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); reply began: {snippet!r}"
+    try:
+        return schema.model_validate(data), None
+    except ValidationError as e:
+        return None, "schema mismatch: " + one_line(
+            e, limit=5, label=lambda loc: ".".join(map(str, loc)) or "(root)", inputs=False
+        )
+
+
+def _with_instructions(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """Append ``text`` to the first system message (or add one at the front)."""
+    out = [dict(m) for m in messages]
+    for m in out:
+        if m.get("role") == "system" and isinstance(m.get("content"), str):
+            m["content"] = f"{m['content']}\n\n{text}"
+            return out
+    return [{"role": "system", "content": text}, *out]
+
+
+def _schema_name(schema: type[BaseModel]) -> str:
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64]
+    return name or "response"
+
+
+def build_request(
+    messages: list[dict[str, Any]],
+    *,
+    mode: str | None,
+    temperature: float,
+    seed: int | None,
+    schema: type[BaseModel] | None,
+    json_schema: dict[str, Any] | None,
+) -> Request:
+    """The request of one call: sampling parameters, and for a structured call
+    (``mode`` set) the response_format and/or the schema in the system prompt."""
+    params: dict[str, Any] = {"temperature": temperature}
+    if seed is not None:
+        params["seed"] = seed
+    msgs = messages
+    if mode is not None and json_schema is not None and schema is not None:
+        if mode == "json_schema":
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _schema_name(schema), "schema": json_schema, "strict": False},
+            }
+        else:
+            msgs = _with_instructions(messages, JSON_INSTRUCTIONS.format(schema=canonical_json(json_schema)))
+            if mode == "json_object":
+                params["response_format"] = {"type": "json_object"}
+    return Request(msgs, params, mode)
+
+
+def repair_messages(
+    messages: list[dict[str, Any]], reply: str, error: str, json_schema: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The conversation of the one repair call: the reply and what was wrong with it."""
+    return [
+        *messages,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": REPAIR_INSTRUCTIONS.format(error=error, schema=canonical_json(json_schema))},
+    ]
+
+
+class ModeChooser:
+    """The structured mode each model gets (``auto`` resolved once per model, and
+    json_object from the first json_schema refusal on)."""
+
+    def __init__(self) -> None:
+        self._no_schema: set[str] = set()  # models that refused json_schema (auto fallback)
+        self._modes: dict[str, str] = {}
+
+    def mode(self, model: str, configured: str, transport: Transport) -> str:
+        if configured != "auto":
+            return configured
+        if model in self._no_schema:
+            return "json_object"
+        mode = self._modes.get(model)
+        if mode is None:
+            mode = "json_schema" if transport.supports_schema(model) else "json_object"
+            self._modes[model] = mode
+        return mode
+
+    def can_fall_back(self, configured: str | None, req: Request, status: int | None) -> bool:
+        """Whether a refusal of ``req`` is the server refusing json_schema that ``auto`` chose."""
+        return status == 400 and configured == "auto" and req.mode == "json_schema"
+
+    def refused_schema(self, model: str) -> None:
+        self._no_schema.add(model)

@@ -1,0 +1,63 @@
+"""What each judge prompt asks for: the pydantic schemas of the judges' replies."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "ClaimVerdict",
+    "ContextPrecisionJudgment",
+    "ContextRecallJudgment",
+    "ContextRetentionJudgment",
+    "ContextVerdict",
+    "CorrectnessJudgment",
+    "FaithfulnessJudgment",
+    "ForgetfulnessJudgment",
+    "StatementVerdict",
+]
+
+
+class ClaimVerdict(BaseModel):
+    claim: str = ""
+    supported: bool
+    reason: str = ""
+
+
+class FaithfulnessJudgment(BaseModel):
+    claims: list[ClaimVerdict] = Field(default_factory=list)
+
+
+class ContextVerdict(BaseModel):
+    context: int | None = None
+    relevant: bool
+    reason: str = ""
+
+
+class ContextPrecisionJudgment(BaseModel):
+    verdicts: list[ContextVerdict]
+
+
+class StatementVerdict(BaseModel):
+    statement: str = ""
+    attributed: bool
+    reason: str = ""
+
+
+class ContextRecallJudgment(BaseModel):
+    statements: list[StatementVerdict] = Field(default_factory=list)
+
+
+class CorrectnessJudgment(BaseModel):
+    correct: bool
+    reason: str = ""
+
+
+class ForgetfulnessJudgment(BaseModel):
+    forgetful: bool
+    turns: list[int] = Field(default_factory=list)
+    reason: str = ""
+
+
+class ContextRetentionJudgment(BaseModel):
+    retained: bool
+    reason: str = ""
