@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Baseline": "records",
     "BaselineMetric": "records",
+    "CallInfo": "records",
     "Context": "records",
     "Conversation": "records",
     "Document": "records",
@@ -34,6 +35,7 @@ _EXPORTS = {
 __all__ = [
     "Baseline",
     "BaselineMetric",
+    "CallInfo",
     "Context",
     "Conversation",
     "Document",
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from .records import (
         Baseline,
         BaselineMetric,
+        CallInfo,
         Context,
         Conversation,
         Document,

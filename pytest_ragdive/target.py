@@ -4,18 +4,26 @@ A target takes the message history (OpenAI-style list of ``{"role", "content"}``
 dicts, the last item being the new user message) and returns a
 :class:`~pytest_ragdive.records.TargetResponse` (or a mapping or a plain string
 that converts to one).
+
+Optional keyword ``call_info``: a target that declares a parameter of that name
+(``def bot(messages, call_info=None)``) is also given a
+:class:`~pytest_ragdive.records.CallInfo` (suite, conversation id, run, turn and
+a stable per-conversation-and-run ``seed``) whenever the caller knows them, so
+that a sampling chatbot can vary between ``--ragdive-runs`` and still repeat
+exactly. Other targets never see it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import TargetError
-from .records import TargetResponse
+from .records import CallInfo, TargetResponse
 
 History = list[dict[str, str]]
 
@@ -25,7 +33,34 @@ class Target(Protocol):
     def __call__(self, messages: History) -> TargetResponse | Awaitable[TargetResponse]: ...
 
 
-AsyncTarget = Callable[[History], Awaitable[TargetResponse]]
+class AsyncTarget(Protocol):
+    def __call__(self, messages: History, call_info: CallInfo | None = None) -> Awaitable[TargetResponse]: ...
+
+
+def call_seed(suite: str, conversation_id: str, run: int) -> int:
+    """The stable seed of one conversation in one run (31 bits of a SHA-256)."""
+    digest = hashlib.sha256(f"{suite}\x00{conversation_id}\x00{run}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def make_call_info(suite: str, conversation_id: str, run: int, turn: int) -> CallInfo:
+    return CallInfo(
+        suite=suite, conversation_id=conversation_id, run=run, turn=turn, seed=call_seed(suite, conversation_id, run)
+    )
+
+
+def wants_call_info(target: Callable[..., Any]) -> bool:
+    """Whether the target (or its ``__call__``) declares a ``call_info`` parameter."""
+    for fn in (target, getattr(target, "__call__", None)):  # noqa: B004
+        if fn is None:
+            continue
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        if "call_info" in params:
+            return True
+    return False
 
 
 def coerce_response(value: Any) -> TargetResponse:
@@ -51,13 +86,15 @@ def as_async(target: Callable[..., Any]) -> AsyncTarget:
     is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
         getattr(target, "__call__", None)  # noqa: B004
     )
+    pass_info = wants_call_info(target)
 
-    async def call(messages: History) -> TargetResponse:
+    async def call(messages: History, call_info: CallInfo | None = None) -> TargetResponse:
         history = [dict(m) for m in messages]
+        kwargs = {"call_info": call_info} if pass_info and call_info is not None else {}
         if is_async:
-            value = await target(history)
+            value = await target(history, **kwargs)
         else:
-            value = await asyncio.to_thread(target, history)
+            value = await asyncio.to_thread(target, history, **kwargs)
             if inspect.isawaitable(value):
                 value = await value
         return coerce_response(value)

@@ -15,6 +15,9 @@ EXAMPLE_RAG_CHUNK_OVERLAP   20         words shared by consecutive chunks (at mo
 EXAMPLE_RAG_MODEL           (unset)    a litellm model name: answer with that LLM
 EXAMPLE_RAG_API_BASE        (unset)    api_base passed to litellm with the model
 EXAMPLE_RAG_CORPUS          (bundled)  another corpus (JSONL rows: id, title, text)
+EXAMPLE_RAG_TEMPERATURE     0          > 0: sentences drawn at random in proportion to
+                                       score ** (1/T), seeded per run (sampling.py)
+EXAMPLE_RAG_SEED            0          base seed of those draws
 ==========================  =========  ==============================================
 
 Break it on purpose: ``EXAMPLE_RAG_HISTORY=none`` makes the bot forget the
@@ -29,7 +32,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from pytest_ragdive import Context, TargetResponse
+from pytest_ragdive import CallInfo, Context, TargetResponse
 from pytest_ragdive.online.monitor import stage
 
 from .chunking import Chunk, chunk_corpus
@@ -37,6 +40,7 @@ from .corpus import DEFAULT_CORPUS, load_corpus
 from .history import POLICIES, Query, build_query
 from .reader import ExtractiveReader
 from .retrieval import BM25Retriever
+from .sampling import sampler_for
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class BotConfig:
     model: str | None = None
     api_base: str | None = None
     corpus: str = str(DEFAULT_CORPUS)
+    temperature: float = 0.0
+    seed: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BotConfig:
@@ -73,7 +79,16 @@ class BotConfig:
         overlap = num("EXAMPLE_RAG_CHUNK_OVERLAP", min(cls.chunk_overlap, size // 4), 0)
         if overlap >= size:
             raise ValueError("EXAMPLE_RAG_CHUNK_OVERLAP must be smaller than EXAMPLE_RAG_CHUNK_SIZE")
+        raw_t = env.get("EXAMPLE_RAG_TEMPERATURE", "").strip()
+        try:
+            temperature = float(raw_t) if raw_t else cls.temperature
+        except ValueError:
+            raise ValueError(f"EXAMPLE_RAG_TEMPERATURE must be a number, got {raw_t!r}") from None
+        if temperature < 0:
+            raise ValueError(f"EXAMPLE_RAG_TEMPERATURE must be >= 0, got {temperature}")
         return cls(
+            temperature=temperature,
+            seed=num("EXAMPLE_RAG_SEED", cls.seed, 0),
             history=history,
             history_k=num("EXAMPLE_RAG_HISTORY_K", cls.history_k, 1),
             top_k=num("EXAMPLE_RAG_TOP_K", cls.top_k, 1),
@@ -99,7 +114,10 @@ SYSTEM_PROMPT = (
 
 
 class HelpCentreBot:
-    """``bot(messages) -> TargetResponse``; messages are OpenAI-style dicts, the last one the new user message."""
+    """``bot(messages) -> TargetResponse``; messages are OpenAI-style dicts, the last one the new user message.
+
+    ``call_info`` (given by pytest-ragdive, see ``pytest_ragdive.target``) seeds the
+    sampling knob per conversation and run; the bot ignores it at temperature 0."""
 
     def __init__(self, config: BotConfig | None = None) -> None:
         self.config = config or BotConfig()
@@ -113,7 +131,7 @@ class HelpCentreBot:
     def retrieve(self, messages: Sequence[Mapping[str, str]]) -> list[Context]:
         return self.retriever.search(self.query(messages), self.config.top_k)
 
-    def __call__(self, messages: Sequence[Mapping[str, str]]) -> TargetResponse:
+    def __call__(self, messages: Sequence[Mapping[str, str]], call_info: CallInfo | None = None) -> TargetResponse:
         # stage(): times the stages when the bot runs under pytest_ragdive.online.monitored
         with stage("retrieval"):
             query = self.query(messages)
@@ -121,7 +139,8 @@ class HelpCentreBot:
         with stage("generation"):
             if self.config.model:
                 return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
-            reading = self.reader.read(query, contexts)
+            sampler = sampler_for(self.config.temperature, messages, call_info, self.config.seed)
+            reading = self.reader.read(query, contexts, sampler)
         citations = list(dict.fromkeys(doc_id for _, doc_id in reading.sentences))
         return TargetResponse(answer=reading.answer, contexts=contexts, citations=citations)
 

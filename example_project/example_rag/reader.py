@@ -40,6 +40,7 @@ from pytest_ragdive import Context
 
 from .chunking import Chunk
 from .history import Query
+from .sampling import Sampler, pick
 from .text import answer_type, has_answer_type, split_sentences, stem, tokenize, tokenize_query
 
 ABSTAIN = "I can't find that in the help centre."
@@ -317,7 +318,7 @@ class ExtractiveReader:
                 picked.append(max(pool, key=lambda c: (self._gain(c, st.weights), -c.position)))
         return picked
 
-    def read(self, query: Query, contexts: Sequence[Context]) -> Reading:
+    def read(self, query: Query, contexts: Sequence[Context], sampler: Sampler | None = None) -> Reading:
         if self.unknown_share(query.current) > self.max_unknown_share:
             return Reading(ABSTAIN, abstained=True)
         st = self.state(query)
@@ -337,7 +338,7 @@ class ExtractiveReader:
             rest = [c for c in cands if c not in picked and not (picked and c.archived)]
             if not rest:
                 break
-            cand = max(rest, key=lambda c: (self._gain(c, st.weights, covered), -c.position))
+            cand = pick(rest, lambda c, cov=covered: (self._gain(c, st.weights, cov), -c.position), sampler)
             gain = self._gain(cand, st.weights, covered)
             if not picked:
                 if gain < self.min_score:

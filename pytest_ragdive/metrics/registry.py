@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Level = Literal["turn", "conversation"]
+# "suite": computed over a whole suite's conversations and runs (the sharded
+# diagnosis), not averaged from turns or conversations
+Level = Literal["turn", "conversation", "suite"]
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,13 @@ _SPECS = (
     MetricSpec("context_precision", "higher", "turn", "rank-aware precision of the retrieved contexts (average precision)"),
     MetricSpec("safety_pass_rate", "higher", "turn", "share of answers that state none of the turn's negative assertions"),
     MetricSpec("citation_rate", "higher", "turn", "share of answers citing every expected citation"),
-    MetricSpec("answer_attempt_rate", "higher", "turn", "share of turns the target answered instead of abstaining"),
     MetricSpec("forgetfulness", "lower", "conversation", "share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)"),
     MetricSpec("context_retention", "higher", "conversation", "kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict)"),
-    MetricSpec("aptitude", "higher", "conversation", "90th percentile of per-question scores over repeated runs (sharded diagnosis)"),
-    MetricSpec("unreliability", "lower", "conversation", "90th minus 10th percentile of per-question scores over repeated runs"),
-    MetricSpec("sharded_gap", "lower", "conversation", "FULL minus SHARDED score (sharded diagnosis)"),
+    # -- the sharded diagnosis (sharded_metrics.py, reliability.py) --------------------
+    MetricSpec("answer_attempt_rate", "higher", "turn", "share of turns the target answered: not an abstention (sharded conversations: the reply's response class is answer_attempt)"),
+    MetricSpec("aptitude", "higher", "suite", "SHARDED condition: per question the 90th percentile of its BEST answer F1 over the runs (linear interpolation), averaged over questions"),
+    MetricSpec("unreliability", "lower", "suite", "SHARDED condition: per question the 90th minus the 10th percentile of its BEST answer F1 over the runs, averaged over questions"),
+    MetricSpec("sharded_gap", "lower", "suite", "mean BEST answer F1 of FULL minus SHARDED over (question, run) pairs, with a paired question-cluster bootstrap CI"),
 )
 
 METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
