@@ -1,5 +1,9 @@
 """Suite metrics from scored conversations: means per run, the mean over runs,
-a cluster-bootstrap 95% CI, per-turn-index and per-question-type means."""
+a cluster-bootstrap 95% CI, per-turn-index and per-question-type means.
+
+Sharded-diagnosis conversations (``conv.sharded``) are left out of those means:
+they feed the suite's :class:`ShardedReport` (``result.sharded``) and its
+gateable suite-level metrics (sharded_gap, aptitude, unreliability) instead."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import Iterable
 
 from .metrics.registry import METRICS
 from .records import Conversation, MetricValue, SuiteResult
+from .sharded_metrics import build_report, gate_metrics
 
 
 def _mean(xs: Iterable[float | None]) -> float | None:
@@ -72,6 +77,8 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
     # a fixed order: sums of floats, and so the values, must not depend on the
     # order in which reports arrived (pytest-xdist)
     convs = sorted(convs, key=lambda c: (c.run, c.id))
+    sharded = [c for c in convs if c.sharded is not None]
+    convs = [c for c in convs if c.sharded is None]
     ok = [c for c in convs if c.error is None]
     by_run: dict[int, list[Conversation]] = defaultdict(list)
     for c in ok:
@@ -108,4 +115,12 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
             mv.per_turn_index = {str(k): _mean(v) for k, v in sorted(by_idx.items())}
             mv.per_question_type = {k: _mean(v) for k, v in sorted(by_type.items())}
         result.metrics[metric] = mv
+    if sharded:
+        report = build_report(suite, sharded, seed=seed)
+        result.conversations += len(sharded)
+        result.errors += sum(1 for c in sharded if c.error is not None)
+        if report is not None:
+            result.sharded = report
+            result.runs = max(result.runs, report.runs)
+            result.metrics.update(gate_metrics(report))
     return result

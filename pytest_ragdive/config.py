@@ -21,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError, one_line
 from .metrics.registry import METRICS
+from .records import Condition
+
+CONDITIONS: tuple[Condition, ...] = ("full", "concat", "sharded", "recap", "snowball")
 
 SUITE_NAMES = ("core", "extended")  # the conventional suites; any other name is accepted too
 SUITE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -124,6 +127,14 @@ class SuiteConfig(_Strict):
     max_turns: int | None = Field(None, ge=1)
     categories: list[str] | None = None
     generated: GeneratedConfig | None = None
+    # the sharded diagnosis: files of sharded questions (sources/sharded.py), each
+    # question run under every condition, over at least sharded_runs runs
+    sharded: list[str] = Field(default_factory=list)
+    sharded_conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)
+    sharded_runs: int = Field(5, ge=1)
+    # a target that marks its answers with an "Answer:" line: an unmarked reply is discussion
+    sharded_answer_line: bool = False
+    sharded_judge: bool = False  # rescore each extracted answer with the binary correctness judge (LLM)
 
 
 _PROM_DURATION_RE = re.compile(r"^(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?$")

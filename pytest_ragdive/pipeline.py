@@ -84,6 +84,8 @@ class Pipeline:
         cfg = self.cfg
         if plan.kind == "generated":
             conv = await self._run_generated(plan, target)
+        elif plan.kind == "sharded":
+            conv = await self._run_sharded(plan, target)
         else:
             from .users.scripted import ScriptedUser
 
@@ -96,9 +98,37 @@ class Pipeline:
             from .metrics.offline import score_conversation
 
             score_conversation(conv)
-            if cfg.llm_enabled():
+            if cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
                 await self._judge(conv)
         return conv
+
+    async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
+        """One condition of one sharded question; with a model, the LLM shard simulator,
+        the response classifier and (``sharded_judge``) the correctness judge take part."""
+        from .users.sharded import ReplyScorer, ShardedUser
+
+        sc = self.cfg.suites[plan.suite]
+        assert plan.template is not None and plan.question is not None and plan.template.sharded is not None
+        conv = plan.template.model_copy(deep=True)
+        simulator = classifier = judge = None
+        if self.cfg.llm_enabled():
+            from .users.shard_simulator import LLMClassifier, LLMJudge, ShardSimulator
+
+            client = self.llm_client()
+            if self.cfg.role_model("simulator"):
+                simulator = ShardSimulator(client, plan.run)
+            if self.cfg.role_model("classifier"):
+                classifier = LLMClassifier(client)
+            if sc.sharded_judge and self.cfg.role_model("judge"):
+                judge = LLMJudge(client)
+        scorer = ReplyScorer(require_answer_line=sc.sharded_answer_line, classifier=classifier, judge=judge)
+        user = ShardedUser(plan.question, plan.template.sharded.condition, scorer, simulator=simulator)
+        try:
+            return await run_conversation(conv, user, target, probe=False)
+        except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or classifier
+            record_error(conv, exc, "sharded user")
+            self._note_fatal(exc)
+            return conv
 
     async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
         from .sources.generator import GeneratedSpec

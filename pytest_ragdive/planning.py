@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from .config import RagdiveConfig
 from .records import Conversation
 from .sources import golden
+from .sources.sharded import ShardedQuestion, load_sharded
 
 
 class Plan(BaseModel):
@@ -20,9 +21,10 @@ class Plan(BaseModel):
     suite: str
     run: int
     conv_id: str
-    kind: Literal["golden_single", "golden", "generated"]
+    kind: Literal["golden_single", "golden", "generated", "sharded"]
     template: Conversation | None = None
     spec: dict[str, Any] | None = None
+    question: ShardedQuestion | None = None  # sharded: the question; template carries the condition
 
     @property
     def key(self) -> str:
@@ -53,7 +55,11 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
     logged = [c for p in sc.ragdive_logs for c in _load_logs(cfg, p, suite)]
     if sc.max_conversations is not None:
         logged = logged[: max(0, sc.max_conversations - len(scripted))]
+    sharded = [q for p in sc.sharded for q in load_sharded(cfg.path(p), notes=notes)]
+    if sc.categories is not None:
+        sharded = [q for q in sharded if q.category in sc.categories]
     ids = [c.question_id for c in singles] + [c.id for c in scripted] + [c.id for c in logged]
+    ids += [f"{q.id}.{cond}" for q in sharded for cond in sc.sharded_conditions]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise golden.GoldenError(f"suite {suite!r}: ids used twice across its files: {', '.join(dup[:5])}")
@@ -85,7 +91,22 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
             )
         for spec in gen_specs:
             plans.append(Plan(suite=suite, run=run, conv_id=str(spec["id"]), kind="generated", spec=spec))
+    plans += _plan_sharded(sharded, sc.sharded_conditions, suite, max(runs, sc.sharded_runs))
     return plans
+
+
+def _plan_sharded(questions: list[ShardedQuestion], conditions: list[Any], suite: str, runs: int) -> list[Plan]:
+    """Every question under every condition in every run (the sharded part runs at least
+    ``sharded_runs`` times: aptitude and unreliability need repeated runs)."""
+    from .users.sharded import sharded_conversation
+
+    return [
+        Plan(suite=suite, run=run, conv_id=f"{q.id}.{cond}", kind="sharded", question=q,
+             template=sharded_conversation(q, cond, suite, run))
+        for run in range(runs)
+        for q in questions
+        for cond in conditions
+    ]
 
 
 def _load_logs(cfg: RagdiveConfig, path: str, suite: str) -> list[Conversation]:

@@ -437,6 +437,7 @@ class SuiteResult(_Record):
     conversations: int = 0
     errors: int = 0
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    sharded: ShardedReport | None = None  # the sharded diagnosis' decomposition table
     meta: dict[str, Any] = Field(default_factory=dict)
 
     def value(self, metric: str) -> float | None:

@@ -14,6 +14,7 @@ from .baseline import GateRow
 from .metrics.registry import ARROW, METRICS
 from .outcome import GateStatus, RunOutcome
 from .records import Conversation, MetricValue, SuiteResult, ValidationCounts, ValidationStats
+from .sharded_report import sharded_lines, sharded_md
 
 
 def _f(x: float | None, fmt: str = ".4f") -> str:
@@ -37,7 +38,7 @@ def metrics_lines(results: dict[str, SuiteResult]) -> list[str]:
     for suite, res in results.items():
         for name, mv in res.metrics.items():
             rows.append([suite, f"{name} {ARROW[METRICS[name].direction]}", _f(mv.value), _ci(mv), str(mv.n)])
-    return _table(["suite", "metric", "value", "95% CI", "n"], rows)
+    return _table(["suite", "metric", "value", "95% CI", "n"], rows) + sharded_lines(results)
 
 
 def gate_lines(rows: list[GateRow]) -> list[str]:
@@ -180,6 +181,7 @@ def summary_md(outcome: RunOutcome) -> str:
         for name, mv in res.metrics.items():
             lines.append(f"| {suite} | {name} | {_f(mv.value)} | {_ci(mv)} | {mv.n} |")
     lines += per_turn_md(outcome.suites)
+    lines += sharded_md(outcome.suites)
     lines += generated_md(outcome)
     errors = outcome.errored
     if errors:

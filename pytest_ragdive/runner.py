@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 from .records import Conversation, Turn
-from .target import AsyncTarget
+from .target import AsyncTarget, make_call_info
 
 T = TypeVar("T")
 
@@ -101,7 +101,8 @@ async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, 
     the target, record the answer, until the user ends the conversation.
 
     The history is the conversation's own user messages and the target's
-    answers, the last item the new user message. A target exception is
+    answers, the last item the new user message; a target that asks for
+    ``call_info`` also gets suite, conversation, run, turn and a stable seed. A target exception is
     recorded on the conversation (``conv.error``; the turns answered so far
     are kept), not raised. With ``probe``, each context-dependent turn's
     stand-alone question is then also asked in a fresh history (the offline
@@ -120,7 +121,7 @@ async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, 
             history.append({"role": "user", "content": turn.rag_input})
             t0 = time.perf_counter()
             try:
-                resp = await target(list(history))
+                resp = await target(list(history), make_call_info(conv.suite, conv.id, conv.run, turn.index))
             except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - fails this item only
                 record_error(conv, exc, f"turn {turn.index + 1}")
                 break

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from .config import CONDITIONS
 from .records import Condition, ConditionStats, Conversation, Estimate, MetricValue, ShardedReport
 from .reliability import (
     DEFAULT_BOOT,
@@ -46,8 +47,6 @@ from .reliability import (
 )
 
 __all__ = ["CONDITIONS", "build_report", "gate_metrics", "recall", "turn_recall"]
-
-CONDITIONS: tuple[Condition, ...] = ("full", "concat", "sharded", "recap", "snowball")
 
 _Key = tuple[str, int]  # (question id, run)
 

@@ -62,8 +62,16 @@ def score_turn(turn: Turn, *, k: int | None = None) -> dict[str, float | None]:
         "context_precision": context_precision(turn.contexts, rel, gt),
         "safety_pass_rate": safety_pass(answer, turn.negative_assertions),
         "citation_rate": citation_ok(turn),
-        "answer_attempt_rate": 0.0 if is_abstention(answer) else 1.0,
+        "answer_attempt_rate": _attempted(turn),
     }
+
+
+def _attempted(turn: Turn) -> float:
+    """1.0 for an answer attempt: the sharded scorer's response class where it classified the
+    reply, else any reply that does not abstain."""
+    if turn.sharded is not None and turn.sharded.response_class is not None:
+        return float(turn.sharded.response_class == "answer_attempt")
+    return 0.0 if is_abstention(turn.answer) else 1.0
 
 
 def safety_failures(conv: Conversation) -> list[str]:

@@ -16,7 +16,7 @@ SNOWBALL   like SHARDED, but each turn restates every earlier shard before the n
 =========  ==========================================================================
 
 Offline the shards are revealed verbatim, in order. With a ``simulator``
-(:class:`pytest_ragdive.sharded_llm.ShardSimulator`), turns after the first are
+(:class:`pytest_ragdive.users.shard_simulator.ShardSimulator`), turns after the first are
 the LLM user's words: at most one new shard per turn, possibly none when it
 answers a clarification question. Every turn records the shards it states
 (``turn.sharded.shard_ids``) and the one it first reveals (``new_shard``).
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .metrics.classify import classify_response, extract_answer, score_answer
-from .records import Condition, Conversation, ShardedInfo, ShardedTurn, Turn
-from .reliability import best
-from .sources.sharded import Shard, ShardedQuestion
+from ..metrics.classify import classify_response, extract_answer, score_answer
+from ..records import Condition, Conversation, ShardedInfo, ShardedTurn, Turn
+from ..reliability import best
+from ..sources.sharded import Shard, ShardedQuestion
 
 __all__ = [
     "RECAP_INTRO",
@@ -176,6 +176,11 @@ class ShardedUser:
 
     def _revealed(self, conv: Conversation) -> list[int]:
         return [t.sharded.new_shard for t in conv.turns if t.sharded is not None and t.sharded.new_shard is not None]
+
+    def finish(self, conv: Conversation) -> None:
+        """Summarise BEST once more (the loop may have ended on a target error)."""
+        if conv.sharded is not None:
+            _summarise(conv)
 
     async def next_turn(self, conv: Conversation) -> Turn | None:
         info = conv.sharded
