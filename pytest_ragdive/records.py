@@ -406,8 +406,8 @@ class ConditionStats(_Record):
     mean_best: float | None = None  # mean BEST answer F1 over conversations
     mean_best_em: float | None = None
     mean_best_judged: float | None = None  # the semantic-correctness judge's BEST, when run
-    aptitude: float | None = None  # mean over questions of the 90th percentile over runs
-    unreliability: float | None = None  # mean over questions of p90 - p10 over runs
+    aptitude: Estimate | None = None  # mean over questions of the 90th percentile over runs
+    unreliability: Estimate | None = None  # mean over questions of p90 - p10 over runs
     answer_attempt_rate: float | None = None  # share of turns classified answer_attempt
     classes: dict[str, int] = Field(default_factory=dict)  # response class -> turns
     recall_final: float | None = None  # supporting-document recall at the last turn
@@ -422,6 +422,7 @@ class ShardedReport(_Record):
     runs: int = 0
     conditions: dict[str, ConditionStats] = Field(default_factory=dict)
     gap: Estimate | None = None  # FULL - SHARDED, mean BEST F1
+    gap_per_run: list[float | None] = Field(default_factory=list)  # the gap within each run, by run
     wording: Estimate | None = None  # FULL - CONCAT
     delivery: Estimate | None = None  # CONCAT - SHARDED
     recovery: dict[str, Estimate] = Field(default_factory=dict)  # recap/snowball: share of the gap won back

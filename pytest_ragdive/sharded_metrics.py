@@ -31,7 +31,7 @@ sharded turn (1 for an answer attempt), and the suite aggregate averages it.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .config import CONDITIONS
 from .records import Condition, ConditionStats, Conversation, Estimate, MetricValue, ShardedReport
@@ -41,7 +41,6 @@ from .reliability import (
     aptitude,
     cluster_bootstrap,
     mean,
-    mean_over_questions,
     paired_difference,
     unreliability,
 )
@@ -70,7 +69,19 @@ def _cumulative(conv: Conversation) -> float | None:
     return recall({c.source_id for t in conv.turns for c in t.contexts}, sup)
 
 
-def _condition_stats(cond: Condition, convs: list[Conversation]) -> ConditionStats:
+def _over_questions(
+    by_q: dict[str, list[float]], fn: Callable[[Sequence[float]], float], n_boot: int, seed: int
+) -> Estimate:
+    """``fn`` per question, averaged, with a question bootstrap 95% CI."""
+
+    def stat(groups: list[list[float]]) -> float | None:
+        return mean(fn(g) for g in groups if g)
+
+    value, lo, hi = cluster_bootstrap(by_q, stat, n_boot=n_boot, seed=seed)
+    return Estimate(value=value, ci_low=lo, ci_high=hi, questions=len(by_q), pairs=sum(len(v) for v in by_q.values()))
+
+
+def _condition_stats(cond: Condition, convs: list[Conversation], n_boot: int, seed: int) -> ConditionStats:
     by_q: dict[str, list[float]] = defaultdict(list)
     for c in sorted(convs, key=lambda c: c.run):
         assert c.sharded is not None
@@ -95,8 +106,8 @@ def _condition_stats(cond: Condition, convs: list[Conversation]) -> ConditionSta
         mean_best=mean(c.sharded.best_f1 for c in convs if c.sharded is not None),
         mean_best_em=mean(c.sharded.best_em for c in convs if c.sharded is not None),
         mean_best_judged=mean(judged),
-        aptitude=mean_over_questions(by_q, aptitude),
-        unreliability=mean_over_questions(by_q, unreliability),
+        aptitude=_over_questions(by_q, aptitude, n_boot, seed),
+        unreliability=_over_questions(by_q, unreliability, n_boot, seed),
         answer_attempt_rate=classes["answer_attempt"] / turns if turns else None,
         classes=dict(sorted(classes.items())),
         recall_final=mean(finals),
@@ -151,7 +162,7 @@ def build_report(
     report = ShardedReport(suite=suite, runs=len({c.run for c in mine}))
     for cond in CONDITIONS:
         if by_cond.get(cond):
-            report.conditions[cond] = _condition_stats(cond, list(by_cond[cond].values()))
+            report.conditions[cond] = _condition_stats(cond, list(by_cond[cond].values()), n_boot, seed)
     full, concat, sharded = (by_cond.get(k, {}) for k in ("full", "concat", "sharded"))
 
     def diff(a: dict[_Key, Conversation], b: dict[_Key, Conversation]) -> Estimate | None:
@@ -159,6 +170,9 @@ def build_report(
         return paired_difference(pairs, n_boot=n_boot, seed=seed) if pairs else None
 
     report.gap = diff(full, sharded)
+    for run in sorted({c.run for c in mine}):
+        one = diff({k: v for k, v in full.items() if k[1] == run}, {k: v for k, v in sharded.items() if k[1] == run})
+        report.gap_per_run.append(None if one is None else one.value)
     report.wording = diff(full, concat)
     report.delivery = diff(concat, sharded)
     for cond in ("recap", "snowball"):
@@ -182,12 +196,15 @@ def gate_metrics(report: ShardedReport) -> dict[str, MetricValue]:
     out: dict[str, MetricValue] = {}
     if report.gap is not None and report.gap.value is not None:
         out["sharded_gap"] = MetricValue(
-            value=report.gap.value, n=report.gap.pairs, ci_low=report.gap.ci_low, ci_high=report.gap.ci_high
+            value=report.gap.value, n=report.gap.pairs, ci_low=report.gap.ci_low, ci_high=report.gap.ci_high,
+            per_run=list(report.gap_per_run),
         )
     sh = report.conditions.get("sharded")
     if sh is not None:
         for name in ("aptitude", "unreliability"):
-            v = getattr(sh, name)
-            if v is not None:
-                out[name] = MetricValue(value=v, n=sh.questions)
+            est: Estimate | None = getattr(sh, name)
+            if est is not None and est.value is not None:
+                # one value per session: it is computed over all of its runs
+                out[name] = MetricValue(value=est.value, n=est.questions, ci_low=est.ci_low, ci_high=est.ci_high,
+                                        per_run=[est.value])
     return out

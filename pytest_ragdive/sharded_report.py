@@ -13,6 +13,10 @@ def _f(x: float | None, fmt: str = ".3f") -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
+def _v(e: Estimate | None) -> str:
+    return _f(None if e is None else e.value)
+
+
 def _est(e: Estimate | None, pct: bool = False) -> str:
     if e is None or e.value is None:
         return "n/a"
@@ -24,7 +28,7 @@ def _est(e: Estimate | None, pct: bool = False) -> str:
 def decomposition_rows(r: ShardedReport) -> tuple[list[list[str]], list[tuple[str, str]]]:
     """(one row per condition, (name, value) pairs of the gap parts, recovery and coverage)."""
     rows = [
-        [c.condition.upper(), _f(c.mean_best), _f(c.aptitude), _f(c.unreliability), _f(c.answer_attempt_rate, ".0%"),
+        [c.condition.upper(), _f(c.mean_best), _v(c.aptitude), _v(c.unreliability), _f(c.answer_attempt_rate, ".0%"),
          _f(c.recall_final, ".2f"), _f(c.recall_cumulative, ".2f")]
         for c in r.conditions.values()
     ]

@@ -93,10 +93,15 @@ def test_report_decomposes_the_gap_and_its_recovery() -> None:
     assert rep.recovery["recap"].value == pytest.approx((0.575 - 0.35) / 0.45)
     sh = rep.conditions["sharded"]
     # q1 [0.2, 0.4]: p90 0.38, p10 0.22; q2 [0.6, 0.2]: p90 0.56, p10 0.24
-    assert sh.aptitude == pytest.approx((0.38 + 0.56) / 2)
-    assert sh.unreliability == pytest.approx((0.16 + 0.32) / 2)
-    assert rep.conditions["full"].unreliability == 0.0
+    assert sh.aptitude is not None and sh.unreliability is not None
+    assert sh.aptitude.value == pytest.approx((0.38 + 0.56) / 2)
+    assert sh.unreliability.value == pytest.approx((0.16 + 0.32) / 2)
+    assert sh.unreliability.ci_low is not None and sh.unreliability.ci_low <= 0.24 <= sh.unreliability.ci_high
+    assert rep.conditions["full"].unreliability is not None and rep.conditions["full"].unreliability.value == 0.0
+    # per run: run 0 gap (1.0-0.2 + 0.6-0.6)/2 = 0.4, run 1 (1.0-0.4 + 0.6-0.2)/2 = 0.5
+    assert rep.gap_per_run == pytest.approx([0.4, 0.5])
     gm = gate_metrics(rep)
     assert gm["sharded_gap"].value == pytest.approx(0.45) and gm["sharded_gap"].ci_low is not None
-    assert gm["unreliability"].value == pytest.approx(0.24)
+    assert gm["sharded_gap"].per_run == pytest.approx([0.4, 0.5])  # the baseline band's runs
+    assert gm["unreliability"].value == pytest.approx(0.24) and gm["unreliability"].per_run == [gm["unreliability"].value]
     assert build_report("core", [Conversation(id="x")]) is None
