@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alert-rules": (".online.alerts", "write the Prometheus alert rules of [tool.ragdive.online]"),
     "logs-to-suite": (".online.to_suite", "production request logs -> draft scripted conversations to review"),
     "score-logs": (".online.score_logs", "the signal summary of production request logs"),
+    "shard": (".sources.shard_helper", "propose shards for sharded questions (two LLM steps; each marked for review)"),
 }
 
 EXIT_USAGE = 4

@@ -35,6 +35,14 @@ class GoldenError(UsageError):
     """A golden data file that cannot be read; the message names file and line."""
 
 
+class ShardedFileError(GoldenError):
+    """A sharded-question file that fails to load or fails a mechanical check; names file, line and question."""
+
+
+class ShardInputError(UsageError):
+    """An input file of the sharding helper that cannot be used; names file and line."""
+
+
 class BaselineError(UsageError):
     """A baseline file that cannot be used; one line, names the file."""
 

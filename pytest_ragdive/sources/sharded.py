@@ -39,7 +39,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import GoldenError
+from ..errors import ShardedFileError
 from ..metrics.lexical import STOPWORDS, normalize_answer, tokens
 from .golden import _rows
 
@@ -68,10 +68,6 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
 )
 
 _LIST_KEYS = ("questions", "sharded")
-
-
-class ShardedFileError(GoldenError):
-    """A sharded-question file that fails to load or fails a mechanical check; names file and line."""
 
 
 class Shard(BaseModel):
