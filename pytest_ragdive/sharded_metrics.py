@@ -20,7 +20,9 @@ wording + delivery), each with a paired question-cluster bootstrap 95% CI;
 ``recovery[X]`` = (X - SHARDED) / (FULL - SHARDED) for RECAP and SNOWBALL (None
 when the gap is not positive); ``gap_full_coverage``: FULL - SHARDED over the
 pairs whose FULL turn and whose SHARDED conversation (cumulatively) retrieved
-every supporting document: what is left is the reader's share.
+every supporting document: what is left is the reader's share; ``gap_judged``:
+the gap on the binary correctness judge's BEST (the robustness check beside
+F1), when the judge scored every pair.
 
 :func:`gate_metrics` turns the report into the suite metrics the gate reads:
 ``sharded_gap`` (with its CI), and SHARDED's ``aptitude`` and ``unreliability``.
@@ -125,6 +127,17 @@ def _pairs(a: dict[_Key, Conversation], b: dict[_Key, Conversation]) -> dict[str
     return out
 
 
+def _judged_pairs(a: dict[_Key, Conversation], b: dict[_Key, Conversation]) -> dict[str, list[tuple[float, float]]]:
+    """(a, b) judge BEST pairs by question; empty unless the judge scored every pair."""
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for key in sorted(a.keys() & b.keys()):
+        sa, sb = a[key].sharded, b[key].sharded
+        if sa is None or sb is None or sa.best_judged is None or sb.best_judged is None:
+            return {}
+        out[key[0]].append((sa.best_judged, sb.best_judged))
+    return out
+
+
 def _recovery(
     full: dict[_Key, Conversation], sharded: dict[_Key, Conversation], other: dict[_Key, Conversation], n_boot: int, seed: int
 ) -> Estimate | None:
@@ -184,6 +197,9 @@ def build_report(
         for k in full.keys() & sharded.keys()
         if (turn_recall(full[k]) or [None])[-1] == 1.0 and _cumulative(sharded[k]) == 1.0
     }
+    judged = _judged_pairs(full, sharded)
+    if judged:
+        report.gap_judged = paired_difference(judged, n_boot=n_boot, seed=seed)
     if full and sharded:
         report.full_coverage_share = len(covered) / max(1, len(full.keys() & sharded.keys()))
         report.gap_full_coverage = diff({k: v[0] for k, v in covered.items()}, {k: v[1] for k, v in covered.items()})

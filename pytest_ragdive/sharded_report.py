@@ -42,6 +42,8 @@ def decomposition_rows(r: ShardedReport) -> tuple[list[list[str]], list[tuple[st
             f"{_est(r.gap_full_coverage)} ({_f(r.full_coverage_share, '.0%')} of pairs)",
         ),
     ]
+    if r.gap_judged is not None:
+        parts.append(("sharded_gap on the correctness judge (0/1)", _est(r.gap_judged)))
     return rows, parts
 
 

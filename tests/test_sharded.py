@@ -131,6 +131,7 @@ def test_sharded_stops_at_an_exact_match_and_scores_best() -> None:
     classes = [t.sharded.response_class for t in conv.turns if t.sharded]
     assert classes == ["clarification", "answer_attempt"]
     assert [t.scores["answer_attempt_rate"] for t in conv.turns] == [0.0, 1.0]
+    assert Conversation.model_validate_json(conv.model_dump_json()) == conv  # survives the xdist hop
     recap = _run(Q3, "recap", _echo_target({1: "Which plan?", 2: "Answer: 600"}))
     assert len(recap.turns) == 2  # already correct: no recap turn
 
