@@ -120,12 +120,19 @@ def gate_row(suite: str, metric: str, current: float | None, bm: BaselineMetric 
     )
 
 
-def check(results: dict[str, SuiteResult], baseline: Baseline, gate: dict[str, float]) -> list[GateRow]:
-    """One row per gated metric per suite that ran."""
+def check(
+    results: dict[str, SuiteResult],
+    baseline: Baseline,
+    gate: dict[str, float],
+    per_suite: dict[str, dict[str, float]] | None = None,
+) -> list[GateRow]:
+    """One row per gated metric per suite that ran; ``per_suite`` narrows the gate to the
+    entries that apply to each suite (``RagdiveConfig.gated_metrics``)."""
     rows = []
     for suite, res in results.items():
         stored = baseline.suites.get(suite, {})
-        for metric, tol in gate.items():
+        suite_gate = gate if per_suite is None else per_suite.get(suite, gate)
+        for metric, tol in suite_gate.items():
             rows.append(gate_row(suite, metric, res.value(metric), stored.get(metric), tol))
     return rows
 

@@ -105,14 +105,14 @@ def conclude(
             )
             out.status = GateStatus.BASELINE_WRITTEN
             for suite, res in suites.items():
-                empty = [m for m in cfg.gate if res.value(m) is None]
+                empty = [m for m in cfg.gated_metrics(suite) if res.value(m) is None]
                 if empty:
                     notes.append(
                         f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
                         "gating against this baseline will fail until they do or you remove them from the gate"
                     )
     elif baseline is not None:
-        rows = check(suites, baseline, cfg.gate)
+        rows = check(suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites})
         if not rows:
             out.status = GateStatus.NOTHING_RAN  # never "passed" on nothing
         else:

@@ -281,6 +281,20 @@ class RagdiveConfig(_Strict):
         """The requested suites that are configured."""
         return [n for n in self.requested_suites() if n in self.suites]
 
+    def gated_metrics(self, suite: str) -> dict[str, float]:
+        """The gate entries that apply to a suite: the sharded diagnosis' suite-level
+        metrics (sharded_gap, aptitude, unreliability) only where it has sharded
+        questions, the other metrics only where it has other cases."""
+        sc = self.suites.get(suite)
+        if sc is None:
+            return dict(self.gate)
+        has_sharded = bool(sc.sharded)
+        has_other = bool(sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
+        return {
+            m: t for m, t in self.gate.items()
+            if (has_sharded if METRICS[m].level == "suite" else has_other)
+        }
+
     def generated_corpus(self, suite: str) -> str | None:
         """The corpus a suite's generated conversations are about: its own, else ``corpus``."""
         sc = self.suites.get(suite)

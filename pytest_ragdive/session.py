@@ -108,7 +108,7 @@ class RagdiveSession:
                     f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(baseline.suites) or 'none'}); "
                     f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
                 )
-            missing = [m for m in cfg.gate if m not in stored]
+            missing = [m for m in cfg.gated_metrics(suite) if m not in stored]
             if missing:
                 raise UsageError(
                     f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
