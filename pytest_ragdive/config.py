@@ -284,15 +284,15 @@ class RagdiveConfig(_Strict):
     def gated_metrics(self, suite: str) -> dict[str, float]:
         """The gate entries that apply to a suite: the sharded diagnosis' suite-level
         metrics (sharded_gap, aptitude, unreliability) only where it has sharded
-        questions, the other metrics only where it has other cases."""
+        questions, the other metrics everywhere but in a suite of sharded questions only."""
         sc = self.suites.get(suite)
         if sc is None:
             return dict(self.gate)
         has_sharded = bool(sc.sharded)
-        has_other = bool(sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
+        sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
         return {
             m: t for m, t in self.gate.items()
-            if (has_sharded if METRICS[m].level == "suite" else has_other)
+            if (has_sharded if METRICS[m].level == "suite" else not sharded_only)
         }
 
     def generated_corpus(self, suite: str) -> str | None:

@@ -92,3 +92,17 @@ def test_bad_sharded_file_is_a_usage_error(sharded_toy: pytest.Pytester) -> None
     res = sharded_toy.runpytest("--ragdive-suite=core", "-p", "no:cacheprovider")
     assert res.ret == 4
     res.stderr.fnmatch_lines(["*sharded.jsonl:1: question 'sq-sky': shard 1 contains the answer*"])
+
+
+def test_gate_entries_apply_per_suite() -> None:
+    from pytest_ragdive.config import RagdiveConfig
+
+    cfg = RagdiveConfig.model_validate({
+        "gate": {"correctness": 0.03, "sharded_gap": 0.05, "unreliability": 0.05},
+        "suites": {"core": {"single_turn": ["a.jsonl"]}, "diagnosis": {"sharded": ["s.jsonl"]},
+                   "mixed": {"single_turn": ["a.jsonl"], "sharded": ["s.jsonl"]}, "bare": {}},
+    })
+    assert set(cfg.gated_metrics("core")) == {"correctness"}
+    assert set(cfg.gated_metrics("diagnosis")) == {"sharded_gap", "unreliability"}
+    assert set(cfg.gated_metrics("mixed")) == {"correctness", "sharded_gap", "unreliability"}
+    assert set(cfg.gated_metrics("bare")) == {"correctness"}

@@ -1,4 +1,4 @@
-"""The sharded conversation with the LLM user and classifier, against the fake LLM server:
+"""The sharded conversation with the LLM user, classifier and judge, against the fake LLM server:
 one shard per turn at most, a clarification answered without revealing, a stop on the
 correct answer, and a rerun served from the cache."""
 
@@ -16,7 +16,7 @@ from pytest_ragdive.runner import run_conversation
 from pytest_ragdive.sources.sharded import ShardedQuestion
 from pytest_ragdive.target import as_async
 from pytest_ragdive.testing import FakeLLMServer, config_for
-from pytest_ragdive.users.shard_simulator import LLMClassifier, ShardSimulator
+from pytest_ragdive.users.shard_simulator import LLMClassifier, LLMJudge, ShardSimulator
 from pytest_ragdive.users.sharded import ReplyScorer, ShardedUser, sharded_conversation
 
 Q = ShardedQuestion.model_validate(
@@ -36,6 +36,8 @@ Q = ShardedQuestion.model_validate(
 
 def handler(body: dict[str, Any]) -> dict[str, Any]:
     text = "\n".join(m["content"] for m in body["messages"])
+    if "You judge whether a candidate answer" in text:
+        return {"correct": "600" in text.split("Candidate answer:")[1], "reason": "same value"}
     if "You classify one reply" in text:
         reply = text.split("The reply to classify:")[1]
         if "?" in reply:
@@ -68,7 +70,7 @@ def _converse(server: FakeLLMServer, cache: Path) -> Conversation:
     async def go() -> Conversation:
         client = LLMClient.from_config(cfg)
         try:
-            scorer = ReplyScorer(classifier=LLMClassifier(client))
+            scorer = ReplyScorer(classifier=LLMClassifier(client), judge=LLMJudge(client))
             user = ShardedUser(Q, "sharded", scorer, simulator=ShardSimulator(client, run=0))
             conv = sharded_conversation(Q, "sharded", "core", 0)
             return await run_conversation(conv, user, as_async(chatbot), probe=False)
@@ -94,8 +96,9 @@ def test_llm_user_reveals_one_shard_per_turn_and_stops_on_the_answer(tmp_path: P
         assert all(t.class_source == "llm" for t in turns if t)
         assert conv.sharded is not None and conv.sharded.stop_reason == "correct" and conv.sharded.best_em == 1.0
         assert turns[2] is not None and turns[2].extracted_answer == "600"
+        assert turns[2].judged_correct == 1.0 and conv.sharded.best_judged == 1.0  # the optional judge
         requests = server.request_count
-        assert requests == 5  # 2 simulator turns + 3 classifications
+        assert requests == 6  # 2 simulator turns + 3 classifications + 1 judged answer attempt
         sim_bodies = [b for b in server.requests if "You play a user" in json.dumps(b)]
         assert len({re.sub(r"\s+", " ", json.dumps(b["messages"])) for b in sim_bodies}) == 2
 

@@ -12,7 +12,7 @@ CONCAT     every shard in one turn, as a bullet list
 SHARDED    one shard per turn (turn 1: the intent shard verbatim); stops at an
            exact-match answer or after the reply to the last shard
 RECAP      SHARDED, then (unless it already ended correct) one turn restating every shard
-SNOWBALL   like SHARDED, but each turn restates every earlier shard before the new one
+SNOWBALL   like SHARDED, but each turn restates every earlier shard (verbatim) before the new one
 =========  ==========================================================================
 
 Offline the shards are revealed verbatim, in order. With a ``simulator``
