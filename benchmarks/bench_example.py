@@ -3,6 +3,7 @@ gated metrics and wall time, per suite, with the README's own command.
 
     python benchmarks/bench_example.py            # all configurations
     python benchmarks/bench_example.py --quick    # healthy + history=none only
+    python benchmarks/bench_example.py --only READER   # configurations whose name contains READER
 
 Runs `pytest --ragdive-suite=all --ragdive-baseline=baseline.json` in
 example_project/ once per configuration (offline, no API key) and prints a
@@ -21,7 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
-METRICS = ["correctness", "answer_f1", "faithfulness", "recall_at_k", "context_recall", "forgetfulness", "safety_pass_rate"]
+METRICS = [
+    "correctness", "answer_f1", "faithfulness", "faithfulness_strict", "recall_at_k", "context_recall",
+    "forgetfulness", "safety_pass_rate",
+]
 CONFIGS = {
     "healthy (defaults)": {},
     "EXAMPLE_RAG_HISTORY=none": {"EXAMPLE_RAG_HISTORY": "none"},
@@ -30,6 +34,8 @@ CONFIGS = {
     "EXAMPLE_RAG_HISTORY=last_k (k=3)": {"EXAMPLE_RAG_HISTORY": "last_k", "EXAMPLE_RAG_HISTORY_K": "3"},
     "EXAMPLE_RAG_CHUNK_SIZE=64": {"EXAMPLE_RAG_CHUNK_SIZE": "64"},
     "EXAMPLE_RAG_CHUNK_SIZE=96": {"EXAMPLE_RAG_CHUNK_SIZE": "96"},
+    "EXAMPLE_RAG_READER=memory": {"EXAMPLE_RAG_READER": "memory"},
+    "EXAMPLE_RAG_READER=paraphrase": {"EXAMPLE_RAG_READER": "paraphrase"},
 }
 
 
@@ -50,8 +56,11 @@ def run(suite: str, env_extra: dict[str, str], report: Path) -> tuple[int, float
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="run only the configurations whose name contains this")
     args = ap.parse_args()
     configs = dict(list(CONFIGS.items())[:2]) if args.quick else CONFIGS
+    if args.only:
+        configs = {k: v for k, v in configs.items() if args.only in k or k.startswith("healthy")}
     report = ROOT / ".ragdive" / "bench-example"
     print("| configuration | suite | gate | wall s | " + " | ".join(METRICS) + " |")
     print("|---|---|---|---|" + "---|" * len(METRICS))

@@ -19,24 +19,19 @@ index (a lone question is trivially distinct). With five runs the minimum is
 
 from __future__ import annotations
 
-import re
-import string
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 
+from .metrics.text import normalize_answer
 from .records import Conversation
 
 DEFAULT_THRESHOLD = 0.7
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation)
 
 
 def normalize_question(text: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
-    s = text.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
+    """SQuAD normalisation (``metrics.text.normalize_answer``): lower case, no punctuation,
+    no articles, single spaces."""
+    return normalize_answer(text)
 
 
 def question_similarity(a: str, b: str) -> float:

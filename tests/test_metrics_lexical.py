@@ -70,8 +70,9 @@ def test_citation_markers_and_strip() -> None:
 
 
 def test_answer_f1_hand_computed() -> None:
-    # pred: cat sat on mat (4), gold: cat sat (2); common 2 -> P=1/2, R=1, F1=2/3
-    assert answer_f1("The cat sat on the mat", "the cat sat") == pytest.approx(2 / 3)
+    # on match terms (issue 11: stopwords such as "on" no longer count):
+    # pred: cat sat mat (3), gold: cat sat (2); common 2 -> P=2/3, R=1, F1=0.8
+    assert answer_f1("The cat sat on the mat", "the cat sat") == pytest.approx(0.8)
     # pred: cat sat (2), gold: cat sat down (3), P=1, R=2/3 -> F1 = 0.8
     assert answer_f1("the cat sat", "a cat sat down") == pytest.approx(0.8)
 
@@ -152,14 +153,14 @@ GT = "Refunds are issued within 14 days to the original payment method."
 # GT content tokens: refunds issued within 14 days original payment method (8)
 
 
-def test_correctness_threshold_is_inclusive() -> None:
-    # 5 of 8 = 62.5% -> correct
-    assert correctness("Refunds issued within 14 days.", GT) == 1.0
-    # 4 of 8 = 50% -> wrong
-    assert correctness("Refunds within 14 days.", GT) == 0.0
-    # exactly 60%: 3 of 5
-    assert correctness("alpha beta gamma", "alpha beta gamma delta epsilon") == 1.0
-    assert correctness("alpha beta", "alpha beta gamma delta epsilon") == 0.0
+def test_correctness_is_graded_coverage() -> None:
+    # issue 11: graded coverage instead of a yes/no at 60%
+    # 5 of 8
+    assert correctness("Refunds issued within 14 days.", GT) == pytest.approx(5 / 8)
+    # 4 of 8
+    assert correctness("Refunds within 14 days.", GT) == pytest.approx(4 / 8)
+    assert correctness("alpha beta gamma", "alpha beta gamma delta epsilon") == pytest.approx(3 / 5)
+    assert correctness("alpha beta", "alpha beta gamma delta epsilon") == pytest.approx(2 / 5)
 
 
 def test_correctness_abstention_and_unanswerable() -> None:
@@ -187,30 +188,30 @@ CTX = [
 ]
 
 
-def test_faithfulness_share_of_grounded_sentences() -> None:
+def test_faithfulness_is_term_weighted_support() -> None:
+    # issue 11: graded support weighted by terms, not a count of sentences over 60%
     answer = (
-        "Refunds are issued within 14 days. "  # grounded in c1
-        "Shipping to Canada costs 10 dollars. "  # grounded in c2
-        "Gift cards never expire."  # not grounded
+        "Refunds are issued within 14 days. "  # 5 terms, all in c1
+        "Shipping to Canada costs 10 dollars. "  # 5 terms, all in c2
+        "Gift cards never expire."  # 4 terms (gift card not expire), none supported
     )
-    assert faithfulness(answer, CTX) == pytest.approx(2 / 3)
+    assert faithfulness(answer, CTX) == pytest.approx(10 / 14)
 
 
-def test_faithfulness_needs_one_single_context() -> None:
-    # content tokens: refunds issued canada costs dollars (5); c1 holds 2, c2 holds 3 -> 3/5 = 60% grounded
+def test_faithfulness_uses_the_union_of_contexts() -> None:
+    # issue 11 (measured on rated answers): support is judged against all retrieved contexts
     assert faithfulness("Refunds issued Canada costs dollars.", CTX) == 1.0
-    # refunds issued within canada costs dollars week (7): c1 holds 3, c2 holds 4 -> 4/7 < 60%,
-    # though the union holds all 7
-    assert faithfulness("Refunds issued within Canada costs dollars week.", CTX) == 0.0
+    assert faithfulness("Refunds issued within Canada costs dollars week.", CTX) == 1.0
 
 
 def test_faithfulness_accepts_strings_and_strips_citations() -> None:
     assert faithfulness("Refunds are issued within 14 days [c1].", [c.text for c in CTX]) == 1.0
 
 
-def test_faithfulness_none_and_zero_cases() -> None:
-    assert faithfulness("I can't find that in the help centre.", CTX) is None
-    assert faithfulness("", CTX) is None
+def test_faithfulness_abstention_and_zero_cases() -> None:
+    # issue 11: a pure abstention asserts nothing unsupported (it costs correctness instead)
+    assert faithfulness("I can't find that in the help centre.", CTX) == 1.0
+    assert faithfulness("", CTX) == 1.0
     assert faithfulness("Refunds are issued within 14 days.", []) == 0.0
 
 

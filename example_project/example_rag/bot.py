@@ -18,10 +18,16 @@ EXAMPLE_RAG_CORPUS          (bundled)  another corpus (JSONL rows: id, title, te
 EXAMPLE_RAG_TEMPERATURE     0          > 0: sentences drawn at random in proportion to
                                        score ** (1/T), seeded per run (sampling.py)
 EXAMPLE_RAG_SEED            0          base seed of those draws
+EXAMPLE_RAG_READER          extractive extractive | memory (blends unsupported "memory"
+                                       statements into answers: outdated 2023 facts,
+                                       invented details) | paraphrase (restates the
+                                       retrieved sentences in other words); styles.py
 ==========================  =========  ==============================================
 
 Break it on purpose: ``EXAMPLE_RAG_HISTORY=none`` makes the bot forget the
-conversation, ``EXAMPLE_RAG_TOP_K=1`` starves the reader of context.
+conversation, ``EXAMPLE_RAG_TOP_K=1`` starves the reader of context,
+``EXAMPLE_RAG_READER=memory`` makes it hallucinate (a faithfulness regression);
+``EXAMPLE_RAG_READER=paraphrase`` is a benign change the gate must let through.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from .history import POLICIES, Query, build_query
 from .reader import ExtractiveReader
 from .retrieval import BM25Retriever
 from .sampling import sampler_for
+from .styles import STYLES, apply_style, recognise_restated
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class BotConfig:
     corpus: str = str(DEFAULT_CORPUS)
     temperature: float = 0.0
     seed: int = 0
+    reader: str = "extractive"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BotConfig:
@@ -75,6 +83,9 @@ class BotConfig:
         history = env.get("EXAMPLE_RAG_HISTORY", "").strip().lower() or cls.history
         if history not in POLICIES:
             raise ValueError(f"EXAMPLE_RAG_HISTORY must be one of {', '.join(POLICIES)}, got {history!r}")
+        reader = env.get("EXAMPLE_RAG_READER", "").strip().lower() or cls.reader
+        if reader not in STYLES:
+            raise ValueError(f"EXAMPLE_RAG_READER must be one of {', '.join(STYLES)}, got {reader!r}")
         size = num("EXAMPLE_RAG_CHUNK_SIZE", cls.chunk_size, 10)
         overlap = num("EXAMPLE_RAG_CHUNK_OVERLAP", min(cls.chunk_overlap, size // 4), 0)
         if overlap >= size:
@@ -97,6 +108,7 @@ class BotConfig:
             model=env.get("EXAMPLE_RAG_MODEL", "").strip() or None,
             api_base=env.get("EXAMPLE_RAG_API_BASE", "").strip() or None,
             corpus=env.get("EXAMPLE_RAG_CORPUS", "").strip() or cls.corpus,
+            reader=reader,
         )
 
 
@@ -140,7 +152,9 @@ class HelpCentreBot:
             if self.config.model:
                 return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
             sampler = sampler_for(self.config.temperature, messages, call_info, self.config.seed)
-            reading = self.reader.read(query, contexts, sampler)
+            if self.config.reader == "paraphrase":
+                query = recognise_restated(query, contexts)
+            reading = apply_style(self.config.reader, self.reader.read(query, contexts, sampler), query)
         citations = list(dict.fromkeys(doc_id for _, doc_id in reading.sentences))
         return TargetResponse(answer=reading.answer, contexts=contexts, citations=citations)
 

@@ -1,68 +1,90 @@
 """Lexical (token-overlap) metrics: answer_f1, exact_match, correctness,
-faithfulness and context_recall, plus the text helpers they share.
+faithfulness and context_recall.
 
 Everything here is deterministic pure Python: no model, no network, no numpy.
+The text rules (normaliser, tokens, match terms, sentences, citation markers,
+abstention and unanswerable) live in :mod:`.text` and are re-exported here.
+Citation markers such as ``[doc-1]`` are not answer content: every metric
+strips them before scoring.
 
-Tokens
-    ``normalize_answer`` is the SQuAD normalisation: lowercase, delete
-    punctuation (``don't`` becomes ``dont``), drop the articles a/an/the,
-    collapse whitespace. ``tokens`` splits that on whitespace.
-    ``content_tokens`` drops a small English stopword list from ``tokens``
-    (negations such as ``not``/``no``/``never`` and numbers are kept, since
-    they carry the meaning of a support answer).
+Graded grounding (faithfulness)
+    The answer's *asserted units* (``text.asserted_units``: its clauses minus
+    abstentions, courtesy and fillers) are scored one by one. A unit's
+    *support* is the share of its distinct match terms (``text.match_terms``)
+    found in the union of the retrieved contexts. With a conversation, a unit
+    is also supported by one earlier message that restates it: its support is
+    at least the share of its terms in the single best conversation text (an
+    earlier user message, or an earlier answer's grounded unit) when that share
+    reaches ``REPEAT_THRESHOLD``. Faithfulness is the mean unit support
+    weighted by the unit's number of distinct terms, so a long unsupported
+    sentence weighs more than a short connective one.
 
-Citation markers such as ``[doc-1]`` or ``[doc-1, doc-2]`` in an answer are
-not answer content: every metric here strips them before scoring.
-
-Coverage thresholds are inclusive (3 of 5 tokens is 60%, which passes a 60%
-threshold) and are computed on *distinct* tokens.
+Graded coverage (correctness)
+    ``coverage``: the share of the ground truth's distinct match terms that
+    the answer's asserted units contain (capped: a long reference is covered
+    by ``COVERAGE_CAP`` of its terms). ``correctness`` multiplies it by the
+    answer's support (its faithfulness), since a complete answer that also
+    invents is not correct.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Protocol
 
+from .text import (
+    STOPWORDS,
+    asserted_units,
+    citation_markers,
+    content_tokens,
+    has_abstention,
+    is_abstention,
+    is_unanswerable,
+    match_terms,
+    normalize_answer,
+    split_sentences,
+    strip_citations,
+    tokens,
+)
+
 __all__ = [
     "CORRECTNESS_THRESHOLD",
-    "GROUNDING_THRESHOLD",
+    "COVERAGE_CAP",
+    "GROUNDED_UNIT",
+    "REPEAT_THRESHOLD",
     "STOPWORDS",
     "answer_f1",
     "citation_markers",
     "content_tokens",
     "context_recall",
     "correctness",
+    "coverage",
     "exact_match",
     "faithfulness",
+    "grounded_units",
+    "has_abstention",
     "is_abstention",
     "is_unanswerable",
     "normalize_answer",
     "split_sentences",
     "strip_citations",
     "tokens",
+    "unit_support",
 ]
 
-#: share of the ground truth's content tokens an answer must cover to be correct
+#: coverage of the ground truth at which an answer counts as correct (forgetfulness probe)
 CORRECTNESS_THRESHOLD = 0.6
-#: share of a sentence's content tokens one context must hold for the sentence to be grounded
-GROUNDING_THRESHOLD = 0.6
+#: ground-truth terms an answer must state for full coverage of a long reference
+COVERAGE_CAP = 12
+#: strict support at which an earlier answer's unit is grounded (and then supports later turns)
+GROUNDED_UNIT = 0.8
+#: share of a unit's terms one conversation text must hold for the unit to count as a restatement
+REPEAT_THRESHOLD = 0.8
 
-STOPWORDS: frozenset[str] = frozenset(
-    """
-    a an the and or but if then so as of in on at to for from by with about into onto over
-    under than too very just also only
-    is are was were be been being am do does did doing have has had having
-    i me my mine myself you your yours yourself he him his she her hers it its itself
-    we us our ours they them their theirs this that these those there here
-    what which who whom whose when where why how
-    can could will would shall should may might must
-    im ive youre youve theyre theyve weve thats theres whats hes shes
-    s t d ll m re ve
-    """.split()
-)
+# words that answer "yes/no" or keep a conversation going: they assert nothing to ground
+_DISCOURSE = frozenset({"yes", "yeah", "ok", "okay", "sure", "please", "thank", "thanks", "certainly", "indeed"})
 
 
 class _HasText(Protocol):
@@ -72,184 +94,54 @@ class _HasText(Protocol):
 
 ContextLike = str | _HasText
 
-_PUNCT_RE = re.compile(r"[^\w\s]|_")
-_ARTICLES_RE = re.compile(r"\b(?:a|an|the)\b")
-_WS_RE = re.compile(r"\s+")
+
+# --------------------------------------------------------------------------- token sets
 
 
-def _epsilon_at_least(covered: int, total: int, ratio: float) -> bool:
-    return covered >= ratio * total - 1e-9
-
-
-# --------------------------------------------------------------------------- tokens
-
-
-@lru_cache(maxsize=512)
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lowercase, delete punctuation, remove a/an/the, collapse whitespace."""
-    s = text.lower()
-    s = _PUNCT_RE.sub("", s)
-    s = _ARTICLES_RE.sub(" ", s)
-    return _WS_RE.sub(" ", s).strip()
-
-
-def tokens(text: str) -> list[str]:
-    """The SQuAD-normalised tokens of ``text``, in order, duplicates kept."""
-    return normalize_answer(text).split()
-
-
-def content_tokens(text: str) -> list[str]:
-    """The normalised tokens of ``text`` minus ``STOPWORDS``, in order, duplicates kept."""
-    return [t for t in tokens(text) if t not in STOPWORDS]
-
-
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def _content_set(text: str) -> frozenset[str]:
     return frozenset(content_tokens(text))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def _token_set(text: str) -> frozenset[str]:
     return frozenset(tokens(text))
 
 
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(match_terms(text)) - _DISCOURSE
+
+
 def _covered(needles: frozenset[str], haystack: frozenset[str], ratio: float) -> bool:
-    return bool(needles) and _epsilon_at_least(len(needles & haystack), len(needles), ratio)
+    return bool(needles) and len(needles & haystack) >= ratio * len(needles) - 1e-9
 
 
-# --------------------------------------------------------------------------- citations and sentences
-
-_CITE_ID = r"[A-Za-z0-9][A-Za-z0-9_.:/#-]{0,80}"
-_CITATION_RE = re.compile(rf"\[\s*({_CITE_ID}(?:\s*[,;]\s*{_CITE_ID})*)\s*\](?!\()")
-
-
-def citation_markers(text: str) -> list[str]:
-    """The ids cited inline as ``[id]`` or ``[id1, id2]`` (markdown links excluded), in order."""
-    out: list[str] = []
-    for m in _CITATION_RE.finditer(text or ""):
-        out.extend(p.strip() for p in re.split(r"[,;]", m.group(1)) if p.strip())
-    return out
-
-
-def strip_citations(text: str) -> str:
-    """``text`` without its inline citation markers."""
-    return _CITATION_RE.sub(" ", text or "")
-
-
-_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[*•-]?[A-Z0-9])")
-_ABBREVIATIONS = frozenset(
-    "e.g. i.e. etc. vs. approx. mr. mrs. ms. dr. st. no. inc. ltd. co. fig. cf. min. max.".split()
-)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences: at line breaks, and after ``.``/``!``/``?`` followed by
-    whitespace and a capital letter or digit (not after common abbreviations such as "e.g.").
-    Empty pieces are dropped."""
-    out: list[str] = []
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        pieces = _SENT_SPLIT_RE.split(line)
-        merged: list[str] = []
-        for piece in pieces:
-            if merged and merged[-1].rsplit(None, 1)[-1].lower() in _ABBREVIATIONS:
-                merged[-1] = f"{merged[-1]} {piece}"
-            else:
-                merged.append(piece)
-        out.extend(p.strip() for p in merged if p.strip())
-    return out
-
-
-# --------------------------------------------------------------------------- abstention and unanswerable
-
-_NEG_ABLE = (
-    r"(?:cant|cannot|can not|couldnt|could not|am unable to|was unable to|unable to|am not able to|"
-    r"not able to|wasnt able to|was not able to|didnt|did not)"
-)
-_SOURCE = (
-    r"(?:help cent(?:re|er)|help articles?|documents?|documentation|docs|context|contexts|knowledge base|"
-    r"sources?|provided information|information (?:provided|available|i have)|articles?|materials?|faqs?|"
-    r"text|passages?)"
-)
-_ABSTENTION_RES = tuple(
-    re.compile(p)
-    for p in (
-        # "I can't find that", "I couldn't locate ...", "I'm unable to answer", "I did not find ..."
-        rf"\b(?:i|im) {_NEG_ABLE} (?:find|locate|answer|determine|tell|identify|help with)\b",
-        # "I don't know", "I don't have (any|that|enough) information"
-        r"\bi (?:dont|do not) (?:know|have (?:\w+ )?(?:information|info|details|data|answer))\b",
-        r"\bi have no (?:\w+ )?(?:information|info|details|data|knowledge|answer)\b",
-        # "not in the help centre", "not covered in the provided documents"
-        rf"\b(?:not|isnt|arent|wasnt|werent) (?:in|covered (?:in|by)|mentioned (?:in|by)|found in|available in|included in|part of|present in|"
-        rf"addressed in|specified in|stated in|provided in) "
-        rf"(?:(?:my|our|this|that|these|provided|given|available|current|your) )*{_SOURCE}\b",
-        # "the documents don't mention ..."
-        rf"\b{_SOURCE} (?:provided )?(?:does not|doesnt|do not|dont) (?:contain|mention|cover|say|specify|include|"
-        rf"address|provide|have)\b",
-        # "cannot answer", "unable to answer"
-        r"\b(?:cant|cannot|can not|unable to|not able to) answer\b",
-        r"\bno (?:relevant |specific )?(?:information|info|details|answer|mention) (?:about|on|regarding|for|of|in)\b",
-        r"\b(?:not answerable|unanswerable|no answer available|(?:cannot|cant|can not|could not|couldnt) be answered)\b",
-    )
-)
-# a leading sentence made only of these words ("Sorry!", "Great question.") is skipped
-_FILLER = frozenset(
-    "sorry im i am so very really unfortunately apologies my hmm hmmm oh ah well hi hello there thanks thank "
-    "you for asking good great question we are afraid".split()
-)
-
-
-def _abstains(sentence: str) -> bool:
-    norm = normalize_answer(sentence)
-    return any(r.search(norm) for r in _ABSTENTION_RES)
-
-
-def is_abstention(answer: str | None) -> bool:
-    """True when the answer declines to answer.
-
-    An answer abstains when it is empty (or None, or only punctuation and citation markers),
-    or when its first substantive sentence - leading sentences made only of fillers such as
-    "Sorry!" are skipped - contains an abstention phrase: "I can't find that ...",
-    "I don't know", "I don't have information ...", "not in the help centre / documents",
-    "the documents don't mention ...", "cannot answer", "no information about ...",
-    "not answerable". A substantive answer that later says it cannot find some detail
-    ("Returns take 30 days. I can't find anything on exchanges.") is an attempt, not an
-    abstention.
-    """
-    if answer is None:
-        return True
-    sentences = [s for s in split_sentences(strip_citations(answer)) if tokens(s)]
-    for sentence in sentences:
-        if set(tokens(sentence)) <= _FILLER:
-            continue
-        return _abstains(sentence)
-    return True
-
-
-def is_unanswerable(ground_truth: str | None) -> bool:
-    """True when the ground truth marks the question unanswerable: its SQuAD-normalised text
-    starts with "not answerable" (or "unanswerable")."""
-    norm = normalize_answer(ground_truth or "")
-    return norm.startswith("not answerable") or norm.startswith("unanswerable")
+def _context_text(c: ContextLike) -> str:
+    return c if isinstance(c, str) else c.text
 
 
 # --------------------------------------------------------------------------- answer metrics
 
 
 def answer_f1(answer: str, ground_truth: str) -> float:
-    """SQuAD token F1 of the answer against the ground truth. Higher is better, in [0, 1].
+    """Token F1 of the answer against the ground truth, on match terms. Higher is better, in [0, 1].
 
-    F1 = 2PR/(P+R) over the multiset of normalised tokens (citation markers stripped).
-    When either side has no token, 1.0 if both are empty else 0.0 (SQuAD v2). When the
-    ground truth marks the question unanswerable, 1.0 iff the answer abstains (SQuAD v2's
-    no-answer rule).
+    F1 = 2PR/(P+R) over the multisets of the two texts' match terms (``text.match_terms``:
+    SQuAD-normalised content tokens, stemmed, number words as digits, general equivalents
+    merged; citation markers stripped), so that a restatement in other words ("four
+    hours" for "4 hours", "receives" for "gets") is not a miss; stopwords do not count.
+    When either side has no term, the SQuAD-normalised tokens are compared instead, and
+    when either side has no token at all, 1.0 if both are empty else 0.0 (SQuAD v2). When
+    the ground truth marks the question unanswerable, 1.0 iff the answer abstains (SQuAD
+    v2's no-answer rule; a partial answer that says it cannot answer counts).
     """
     if is_unanswerable(ground_truth):
-        return float(is_abstention(answer))
-    pred = tokens(strip_citations(answer))
-    gold = tokens(ground_truth)
+        return float(has_abstention(answer))
+    answer = strip_citations(answer)
+    pred, gold = list(match_terms(answer)), list(match_terms(ground_truth))
+    if not pred or not gold:
+        pred, gold = tokens(answer), tokens(ground_truth)
     if not pred or not gold:
         return float(pred == gold)
     common = Counter(pred) & Counter(gold)
@@ -266,53 +158,118 @@ def exact_match(answer: str, ground_truth: str) -> float:
     normalised ground truth, else 0.0. Higher is better. On an unanswerable ground truth,
     1.0 iff the answer abstains."""
     if is_unanswerable(ground_truth):
-        return float(is_abstention(answer))
+        return float(has_abstention(answer))
     return float(normalize_answer(strip_citations(answer)) == normalize_answer(ground_truth))
 
 
-def correctness(answer: str, ground_truth: str) -> float | None:
-    """Threshold rule on the answer against the ground truth. Higher is better, 0.0 or 1.0.
+def coverage(answer: str, ground_truth: str) -> float | None:
+    """Graded coverage of the ground truth's content by the answer, in [0, 1].
 
-    - Unanswerable ground truth (``is_unanswerable``): 1.0 iff the answer abstains.
-    - Answerable: an abstaining answer scores 0.0; otherwise 1.0 when the answer's content
-      tokens cover >= 60% (``CORRECTNESS_THRESHOLD``) of the ground truth's distinct content
-      tokens (recall of the ground truth), else 0.0. A ground truth made only of stopwords
-      uses all its normalised tokens instead.
-    - None when there is no ground truth (no token at all).
-    """
-    if is_unanswerable(ground_truth):
-        return float(is_abstention(answer))
-    gold = _content_set(ground_truth) or _token_set(ground_truth)
+    The distinct match terms of the ground truth found in the answer's asserted units,
+    divided by the number of ground-truth terms capped at ``COVERAGE_CAP`` (12): a short
+    ground truth must be covered whole, a long reference (written to be complete, in more
+    words than an answer needs) is covered once 12 of its terms are stated. A pure
+    abstention covers nothing (0.0). A ground truth made only of stopwords uses all its
+    normalised tokens instead. None when the ground truth has no token at all. Unanswerable
+    ground truths are ``correctness``'s concern."""
+    gold = _terms(ground_truth)
+    use_tokens = not gold
+    if use_tokens:
+        gold = _token_set(ground_truth)
     if not gold:
         return None
     if is_abstention(answer):
         return 0.0
-    have = _token_set(strip_citations(answer))
-    return 1.0 if _covered(gold, have, CORRECTNESS_THRESHOLD) else 0.0
+    have: set[str] = set()
+    for unit in asserted_units(strip_citations(answer)):
+        have |= _token_set(unit) if use_tokens else _terms(unit)
+    return min(1.0, len(gold & have) / min(len(gold), COVERAGE_CAP))
 
 
-def _context_text(c: ContextLike) -> str:
-    return c if isinstance(c, str) else c.text
+def correctness(answer: str, ground_truth: str, support: float | None = None) -> float | None:
+    """How correct and complete the answer is against the ground truth. Higher is better, in [0, 1].
 
-
-def faithfulness(answer: str, contexts: Iterable[ContextLike]) -> float | None:
-    """Share of the answer's sentences grounded in the retrieved contexts. Higher is better.
-
-    The answer (citation markers stripped) is split into sentences (``split_sentences``);
-    sentences without content tokens are ignored. A sentence is grounded when >= 60%
-    (``GROUNDING_THRESHOLD``) of its distinct content tokens appear in at least one single
-    retrieved context. Score = grounded sentences / sentences with content tokens; with no
-    context at all nothing is grounded (0.0). None when the answer abstains or has no
-    content tokens.
+    - Unanswerable ground truth (``is_unanswerable``): 1.0 when the answer says it cannot
+      answer (a pure abstention, or a partial answer with an abstaining clause), else 0.0.
+    - Answerable: ``coverage`` (a pure abstention covers nothing, so not answering an
+      answerable question costs correctness), times ``support`` when given: the answer's
+      faithfulness, so that what it asserts with nothing to support it makes it less correct
+      (an answer that states the reference and adds invented details is not fully correct).
+      ``score_turn`` passes the turn's faithfulness when the turn has contexts.
+    - None when there is no ground truth (no token at all).
     """
-    if is_abstention(answer):
+    if is_unanswerable(ground_truth):
+        return float(has_abstention(answer))
+    cov = coverage(answer, ground_truth)
+    if cov is None:
         return None
-    sentences = [s for s in (_content_set(x) for x in split_sentences(strip_citations(answer))) if s]
-    if not sentences:
+    return cov if support is None else cov * support
+
+
+def unit_support(unit: str, context_terms: frozenset[str], conversation: Sequence[frozenset[str]] = ()) -> float | None:
+    """Support of one asserted unit in [0, 1] (None when it has no term): the share of its
+    distinct terms in ``context_terms``, raised to the share held by the single best
+    conversation text when that share reaches ``REPEAT_THRESHOLD``."""
+    terms = _terms(unit)
+    if not terms:
         return None
-    ctx_sets = [_token_set(_context_text(c)) for c in contexts]
-    grounded = sum(1 for s in sentences if any(_covered(s, c, GROUNDING_THRESHOLD) for c in ctx_sets))
-    return grounded / len(sentences)
+    s = len(terms & context_terms) / len(terms)
+    for text in conversation:
+        r = len(terms & text) / len(terms)
+        if r >= REPEAT_THRESHOLD - 1e-9 and r > s:
+            s = r
+    return s
+
+
+def _union_terms(contexts: Iterable[ContextLike]) -> frozenset[str]:
+    out: set[str] = set()
+    for c in contexts:
+        out |= _terms(_context_text(c))
+    return frozenset(out)
+
+
+def faithfulness(
+    answer: str, contexts: Iterable[ContextLike], conversation: Iterable[str] = ()
+) -> float | None:
+    """How much of what the answer asserts the contexts (and the conversation) support.
+    Higher is better, in [0, 1].
+
+    The mean ``unit_support`` of the answer's asserted units (``text.asserted_units``,
+    citation markers stripped), weighted by each unit's number of distinct match terms.
+    ``conversation``: texts of the conversation so far that count as support when a unit
+    restates one of them (earlier user messages, grounded units of earlier answers); leave
+    it empty for the strict per-turn figure. With no context and no conversation nothing is
+    supported (0.0). A pure abstention asserts nothing unsupported: 1.0 (it costs
+    correctness instead). None when the answer is None.
+    """
+    if answer is None:
+        return None
+    units = asserted_units(strip_citations(answer))
+    ctx = _union_terms(contexts)
+    conv = [t for t in (_terms(x) for x in conversation) if t]
+    num = den = 0.0
+    for unit in units:
+        s = unit_support(unit, ctx, conv)
+        if s is None:
+            continue
+        w = len(_terms(unit))
+        num += w * s
+        den += w
+    return num / den if den else 1.0
+
+
+def grounded_units(answer: str | None, contexts: Iterable[ContextLike]) -> list[str]:
+    """The asserted units of ``answer`` whose strict support reaches ``GROUNDED_UNIT``: what
+    an earlier answer established, so that later turns may repeat it."""
+    if not answer:
+        return []
+    ctx = _union_terms(contexts)
+    out = []
+    for unit in asserted_units(strip_citations(answer)):
+        s = unit_support(unit, ctx)
+        if s is not None and s >= GROUNDED_UNIT - 1e-9:
+            out.append(unit)
+    return out
 
 
 def context_recall(ground_truth: str, contexts: Iterable[ContextLike]) -> float | None:

@@ -4,10 +4,11 @@ For every context-dependent turn (position > 0 in a conversation of two or more
 turns) the runner asks the target the turn's stand-alone question in a fresh
 history and stores the reply in ``turn.standalone_answer``. A turn is *probed*
 when it has that stand-alone answer, an in-conversation answer and a ground
-truth. With ``lexical.correctness`` as the judge of "correct":
+truth. An answer is "correct" when its graded ``lexical.correctness`` reaches
+``CORRECTNESS_THRESHOLD`` (0.6 of the ground truth covered):
 
-- stand-alone correct: ``correctness(standalone_answer, ground_truth) == 1``;
-- in-conversation correct: ``correctness(answer, ground_truth) == 1``;
+- stand-alone correct: ``correctness(standalone_answer, ground_truth) >= 0.6``;
+- in-conversation correct: ``correctness(answer, ground_truth) >= 0.6``;
 - forgetful turn: stand-alone correct and in-conversation wrong (the target
   knows the answer but lost the conversation's context).
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..records import Conversation, Turn, Verdict
-from .lexical import correctness, tokens
+from .lexical import CORRECTNESS_THRESHOLD, correctness, tokens
 
 __all__ = ["FORGETFUL_FLAG", "ProbeResult", "apply_forgetfulness_probe", "probe_forgetfulness"]
 
@@ -59,6 +60,10 @@ class ProbeResult:
         )
 
 
+def _correct(value: float | None) -> bool:
+    return value is not None and value >= CORRECTNESS_THRESHOLD - 1e-9
+
+
 def _classify(conv: Conversation) -> list[tuple[Turn, bool, bool]]:
     """(turn, stand-alone correct, in-conversation correct) for every probed turn."""
     if len(conv.turns) < 2:
@@ -67,8 +72,8 @@ def _classify(conv: Conversation) -> list[tuple[Turn, bool, bool]]:
     for t in conv.turns[1:]:
         if t.standalone_answer is None or t.answer is None or not tokens(t.ground_truth):
             continue
-        alone = correctness(t.standalone_answer, t.ground_truth) == 1.0
-        in_conv = correctness(t.answer, t.ground_truth) == 1.0
+        alone = _correct(correctness(t.standalone_answer, t.ground_truth))
+        in_conv = _correct(correctness(t.answer, t.ground_truth))
         out.append((t, alone, in_conv))
     return out
 

@@ -3,17 +3,48 @@
 Offline scoring runs first; LLM judges (another module) may then overwrite
 the metric names they own. Scoring is idempotent: scoring a conversation twice
 leaves it as scoring it once.
+
+Conversation-aware grounding: ``faithfulness`` (the default, gated) lets an
+answer restate what the conversation so far established: the statements (not
+the questions) of the user's messages up to this turn, and the grounded units
+of earlier answers (``lexical.grounded_units``: supported by their own turn's
+contexts). ``faithfulness_strict`` is the same score against this turn's
+contexts only. The default is the conversation-aware one because a multi-turn
+answer that repeats a fact from two turns ago is not a hallucination, and a
+strict figure would make a bot that recaps look worse than one that does not;
+teams that want every answer re-grounded in its own retrieval gate on
+``faithfulness_strict``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..records import Conversation, Turn
-from .lexical import answer_f1, context_recall, correctness, exact_match, faithfulness, is_abstention, tokens
+from .lexical import (
+    answer_f1,
+    context_recall,
+    correctness,
+    exact_match,
+    faithfulness,
+    grounded_units,
+    is_abstention,
+    split_sentences,
+    tokens,
+)
 from .multiturn import apply_forgetfulness_probe
 from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
 from .safety import citation_ok, safety_pass, violations
 
-__all__ = ["CONVERSATION_METRICS", "TURN_METRICS", "safety_failures", "score_conversation", "score_turn"]
+__all__ = [
+    "CONVERSATION_METRICS",
+    "TURN_METRICS",
+    "conversation_support",
+    "safety_failures",
+    "score_conversation",
+    "score_turn",
+    "user_statements",
+]
 
 #: the turn-level metrics ``score_turn`` computes, in report order
 TURN_METRICS: tuple[str, ...] = (
@@ -24,6 +55,7 @@ TURN_METRICS: tuple[str, ...] = (
     "mrr",
     "ndcg_at_k",
     "faithfulness",
+    "faithfulness_strict",
     "context_recall",
     "context_precision",
     "safety_pass_rate",
@@ -34,8 +66,32 @@ TURN_METRICS: tuple[str, ...] = (
 CONVERSATION_METRICS: tuple[str, ...] = ("forgetfulness", "context_retention")
 
 
-def score_turn(turn: Turn, *, k: int | None = None) -> dict[str, float | None]:
+def user_statements(message: str) -> list[str]:
+    """The sentences of a user message that state something (questions, ending in "?", do not:
+    an answer that echoes the question as a fact is not grounded by it)."""
+    return [s for s in split_sentences(message) if not s.rstrip().endswith("?")]
+
+
+def conversation_support(turns: Sequence[Turn], index: int) -> list[str]:
+    """What the conversation established before the answer of ``turns[index]``: the user's
+    statements up to and including this turn, and the grounded units of earlier answers."""
+    out: list[str] = []
+    for t in turns[: index + 1]:
+        out.extend(user_statements(t.rag_input))
+        if t is not turns[index]:
+            out.extend(grounded_units(t.answer, t.contexts))
+    return out
+
+
+def score_turn(
+    turn: Turn, *, k: int | None = None, conversation: Sequence[str] = ()
+) -> dict[str, float | None]:
     """Every offline turn-level metric of one turn (see ``TURN_METRICS``; None = not applicable).
+
+    ``conversation``: the support the conversation so far gives (``conversation_support``);
+    ``faithfulness`` uses it, ``faithfulness_strict`` does not. ``correctness`` is the
+    coverage of the ground truth times ``faithfulness`` (coverage alone when the turn has
+    no context and no conversation support to judge support by).
 
     All values are None when the turn was not run (``answer`` is None). The answer metrics
     (answer_f1, exact_match, correctness, context_recall) are None without a ground truth;
@@ -50,14 +106,17 @@ def score_turn(turn: Turn, *, k: int | None = None) -> dict[str, float | None]:
     has_gt = bool(tokens(gt))
     ids = distinct_source_ids(turn.contexts)
     rel = turn.relevant_doc_ids
+    faithful = faithfulness(answer, turn.contexts, conversation)
+    support = faithful if (turn.contexts or conversation) else None
     return {
         "answer_f1": answer_f1(answer, gt) if has_gt else None,
         "exact_match": exact_match(answer, gt) if has_gt else None,
-        "correctness": correctness(answer, gt) if has_gt else None,
+        "correctness": correctness(answer, gt, support) if has_gt else None,
         "recall_at_k": recall_at_k(ids, rel, k),
         "mrr": mrr(ids, rel),
         "ndcg_at_k": ndcg_at_k(ids, rel, k),
-        "faithfulness": faithfulness(answer, turn.contexts),
+        "faithfulness": faithful,
+        "faithfulness_strict": faithfulness(answer, turn.contexts),
         "context_recall": context_recall(gt, turn.contexts) if has_gt else None,
         "context_precision": context_precision(turn.contexts, rel, gt),
         "safety_pass_rate": safety_pass(answer, turn.negative_assertions),
@@ -94,15 +153,16 @@ def _mean(values: list[float | None]) -> float | None:
 def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
     """Score one conversation in place (idempotent).
 
-    - every turn: ``turn.scores.update(score_turn(turn, k=k))``;
+    - every turn: ``turn.scores.update(score_turn(turn, k=k, conversation=...))`` with the
+      turn's ``conversation_support``;
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
       out; None when every turn is None), plus forgetfulness and context_retention from the
       forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
-    for turn in conv.turns:
-        turn.scores.update(score_turn(turn, k=k))
+    for i, turn in enumerate(conv.turns):
+        turn.scores.update(score_turn(turn, k=k, conversation=conversation_support(conv.turns, i)))
     for msg in safety_failures(conv):
         if msg not in conv.failures:
             conv.failures.append(msg)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..metrics.text import is_unanswerable
 from ..prompts import FENCE_NOTE, fence, load_prompt
 from ..records import OTHER_CHECK, Turn, TurnVerdict
 
@@ -93,11 +94,6 @@ _TYPE_ALIASES: dict[str, str] = {
 }
 
 UNANSWERABLE = "not answerable from the document"
-_UNANSWERABLE_RE = re.compile(
-    r"\bnot answerable\b|\bunanswerable\b|\bcan ?not be answered\b|\bcannot be answered\b"
-    r"|\bnot (?:stated|mentioned|covered|given|provided) in the (?:document|text|source)\b",
-    re.IGNORECASE,
-)
 
 _NOUN = r"(?:document|documents|text|passage|passages|excerpt|source text|source document)"
 # the noun ends a clause or is followed by a question word or verb: "according to the
@@ -149,11 +145,6 @@ def normalize_check(name: str) -> str:
         if _norm_key(check) == key:
             return check
     return OTHER_CHECK
-
-
-def is_unanswerable(ground_truth: str) -> bool:
-    """True when the ground truth says the question cannot be answered from the document."""
-    return bool(_UNANSWERABLE_RE.search(ground_truth))
 
 
 def mentions_document(text: str) -> bool:
