@@ -200,7 +200,9 @@ def match_terms(text: str) -> tuple[str, ...]:
     for t in normalize_answer(_SEPARATORS_RE.sub(" ", text)).split():
         if t in STOPWORDS:
             continue
-        out.append(_term(t))
+        term = _term(t)
+        if term not in STOPWORDS:  # "approximately" -> "about"
+            out.append(term)
     return tuple(out)
 
 
@@ -273,6 +275,7 @@ _ABSTENTION_RES = tuple(
         # "I don't know", "I don't have (any) (specific) information / knowledge about ..."
         r"\bi (?:dont|do not) (?:know|have (?:\w+ ){0,2}(?:information|info|details|data|answer|knowledge))\b",
         r"\bi have no (?:\w+ ){0,2}(?:information|info|details|data|knowledge|answer)\b",
+        r"\bi (?:dont|do not) have (?:any )?specific\b",
         # "not in the help centre", "not covered in the provided documents"
         rf"\b(?:not|isnt|arent|wasnt|werent) (?:in|covered (?:in|by)|mentioned (?:in|by)|found in|available in|"
         rf"included in|part of|present in|addressed in|specified in|stated in|given in|provided in) "
