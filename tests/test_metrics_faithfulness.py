@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.metrics.lexical import coverage, correctness, faithfulness, grounded_units
+from pytest_ragdive.metrics.lexical import correctness, coverage, faithfulness, grounded_units
 from pytest_ragdive.metrics.offline import conversation_support, score_conversation, user_statements
 from pytest_ragdive.records import Context, Conversation, Turn
 

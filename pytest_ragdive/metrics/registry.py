@@ -27,6 +27,7 @@ _SPECS = (
     MetricSpec("ndcg_at_k", "higher", "turn", "binary-relevance nDCG of the retrieved documents"),
     MetricSpec("faithfulness", "higher", "turn", "how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units (a pure abstention: 1)"),
     MetricSpec("faithfulness_strict", "higher", "turn", "faithfulness against this turn's retrieved contexts only (no credit for restating the conversation)"),
+    MetricSpec("answer_relevance", "higher", "turn", "LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding"),
     MetricSpec("context_recall", "higher", "turn", "share of the ground truth's content covered by the retrieved contexts"),
     MetricSpec("context_precision", "higher", "turn", "rank-aware precision of the retrieved contexts (average precision)"),
     MetricSpec("safety_pass_rate", "higher", "turn", "share of answers that state none of the turn's negative assertions"),

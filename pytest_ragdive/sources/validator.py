@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..metrics.text import is_unanswerable
 from ..prompts import FENCE_NOTE, fence, load_prompt
 from ..records import OTHER_CHECK, Turn, TurnVerdict
 

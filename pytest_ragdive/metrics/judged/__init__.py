@@ -17,6 +17,10 @@ retrieved contexts, the ground truth and the reference document):
     one call; one binary "is the answer correct?" verdict against the ground
     truth and the reference document (the RAG-DIVE custom metric).
 
+``answer_relevance`` (:mod:`.relevance`, asked for separately, not in the default set)
+    one call; three binary verdicts: addresses the question, misses nothing
+    essential, no needless padding; score = share of the checks passed.
+
 Multi-turn (per conversation with at least two answered turns, from the
 ``rag_input``/``answer`` transcript): ``forgetfulness`` (1 = the assistant lost
 information from earlier turns; lower is better) and ``context_retention``
@@ -46,7 +50,7 @@ budget exceeded, a call that failed after its retries) propagate.
 Modules: :mod:`.schemas` (what each prompt asks for), :mod:`.scoring` (verdicts
 to scores), :mod:`.cascade` (one judged item, the cascade), :mod:`.inputs`
 (contexts, reference document, transcript), :mod:`.conversation` (the entry
-point).
+point), :mod:`.relevance` (answer_relevance).
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ from ...records import Conversation, JudgeCalls
 from .cascade import ROLE, JudgeFactory, JudgeFn, Outcome, judge_models
 from .conversation import judge_conversation
 from .inputs import MAX_REFERENCE_CHARS, reference_text, transcript
+from .relevance import judge_answer_relevance
 from .schemas import (
+    AnswerRelevanceJudgment,
     ClaimVerdict,
     ContextPrecisionJudgment,
     ContextRecallJudgment,
@@ -78,6 +84,7 @@ __all__ = [
     "MAX_REFERENCE_CHARS",
     "ROLE",
     "TURN_METRICS",
+    "AnswerRelevanceJudgment",
     "ClaimVerdict",
     "ContextPrecisionJudgment",
     "ContextRecallJudgment",
@@ -93,6 +100,7 @@ __all__ = [
     "Outcome",
     "StatementVerdict",
     "average_precision",
+    "judge_answer_relevance",
     "judge_conversation",
     "judge_models",
     "reference_text",

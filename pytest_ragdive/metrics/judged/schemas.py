@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "AnswerRelevanceJudgment",
     "ClaimVerdict",
     "ContextPrecisionJudgment",
     "ContextRecallJudgment",
@@ -49,6 +50,13 @@ class ContextRecallJudgment(BaseModel):
 
 class CorrectnessJudgment(BaseModel):
     correct: bool
+    reason: str = ""
+
+
+class AnswerRelevanceJudgment(BaseModel):
+    addresses_question: bool
+    missing_essential: bool
+    padding: bool
     reason: str = ""
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from ...errors import InvalidJudgment
 from .schemas import (
+    AnswerRelevanceJudgment,
     ContextPrecisionJudgment,
     ContextRecallJudgment,
     ContextRetentionJudgment,
@@ -108,6 +109,17 @@ def _score_correctness(j: CorrectnessJudgment, n_contexts: int) -> tuple[float |
     return float(j.correct), ("correct" if j.correct else "not correct") + (f": {j.reason}" if j.reason else "")
 
 
+def _score_answer_relevance(j: AnswerRelevanceJudgment, n_contexts: int) -> tuple[float | None, str]:
+    checks = [
+        (j.addresses_question, "does not address the question"),
+        (not j.missing_essential, "misses essential information"),
+        (not j.padding, "carries needless padding"),
+    ]
+    failed = [why for ok, why in checks if not ok]
+    head = f"{3 - len(failed)}/3 relevance checks passed" + (f" ({'; '.join(failed)})" if failed else "")
+    return sum(ok for ok, _ in checks) / 3, head + (f": {clip(j.reason)}" if j.reason else "")
+
+
 def _score_forgetfulness(j: ForgetfulnessJudgment, n_contexts: int) -> tuple[float | None, str]:
     head = "forgetful" if j.forgetful else "not forgetful"
     if j.forgetful and j.turns:
@@ -131,6 +143,7 @@ SPECS: dict[str, Spec] = {
     "context_precision": Spec(ContextPrecisionJudgment, _score_context_precision),
     "context_recall": Spec(ContextRecallJudgment, _score_context_recall),
     "correctness": Spec(CorrectnessJudgment, _score_correctness),
+    "answer_relevance": Spec(AnswerRelevanceJudgment, _score_answer_relevance),
     "forgetfulness": Spec(ForgetfulnessJudgment, _score_forgetfulness),
     "context_retention": Spec(ContextRetentionJudgment, _score_context_retention),
 }

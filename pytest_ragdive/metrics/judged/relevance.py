@@ -1,0 +1,36 @@
+"""``answer_relevance``, the second judge of the quality-gate practice: does the answer
+address the question, is essential information missing, is there needless padding.
+
+One call per turn (prompt ``judge_answer_relevance``, three binary verdicts, cached and
+cascaded like every judge); score = share of the three checks passed. Not yet part of
+:func:`.conversation.judge_conversation`'s default set (it would add one call per turn to
+every judged run); callers ask for it with :func:`judge_answer_relevance`. Offline the
+metric is not applicable (None): no deterministic proxy tracked people's ratings better
+than the shipped ones (``benchmarks/bench_human_agreement.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...prompts import fence
+from ...records import JudgeCalls, Turn, Verdict
+from .cascade import cascade, judge_models, prompt_judge
+
+if TYPE_CHECKING:
+    from ...config import RagdiveConfig
+    from ...llm import LLMClient
+
+__all__ = ["judge_answer_relevance"]
+
+
+async def judge_answer_relevance(turn: Turn, client: LLMClient, cfg: RagdiveConfig) -> Verdict:
+    """Judge ``answer_relevance`` for one answered turn and record it on the turn
+    (``turn.scores`` and ``turn.verdicts``)."""
+    calls = JudgeCalls()
+    values = {"question": fence(turn.question, "question"), "answer": fence(turn.answer or "", "answer")}
+    judge = prompt_judge(client, "answer_relevance", values, len(turn.contexts), "turn", calls)
+    verdict = await cascade("answer_relevance", judge, judge_models(cfg), calls)
+    turn.scores["answer_relevance"] = verdict.value
+    turn.verdicts["answer_relevance"] = verdict
+    return verdict
