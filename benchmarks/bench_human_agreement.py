@@ -39,10 +39,13 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_ragdive.metrics.lexical import split_sentences  # noqa: E402
 from pytest_ragdive.metrics.offline import score_turn, user_statements  # noqa: E402
+from pytest_ragdive.metrics.text import asserted_units, match_terms  # noqa: E402
 from pytest_ragdive.records import Context, Turn  # noqa: E402
 
 DIMENSIONS = ("faithfulness", "completeness", "appropriateness", "naturalness")
 OFFLINE = ("faithfulness", "faithfulness_strict", "correctness", "answer_f1", "answer_attempt_rate")
+# a lexical answer-relevance proxy that was tried and is not shipped (offline answer_relevance is None)
+CANDIDATES = ("question_coverage",)
 PROXIES = ("RougeL", "Bert-Rec", "Bert-KPrec", "rb_agg", "rb_llm", "rl_f", "conditional_idk")
 LLM_PROXIES = frozenset({"rb_llm", "rl_f", "conditional_idk"})  # judged by an LLM; the others are algorithmic
 
@@ -86,10 +89,19 @@ def load(path: Path) -> list[Rated]:
         )
         scores = score_turn(turn, conversation=conversation)
         row: dict[str, float | None] = {m: scores[m] for m in OFFLINE}
+        row["question_coverage"] = question_coverage(question, ev["model_response"])
         row.update({p: _value(ann[p]) for p in PROXIES})
         human = {d: statistics.median(float(v["value"]) for v in ann[d].values()) for d in DIMENSIONS}
         out.append(Rated(ev["task_id"], ev["model_id"], human, row))
     return out
+
+
+def question_coverage(question: str, answer: str) -> float:
+    """Share of the question's match terms that the answer's asserted units contain (1.0 for
+    a question without terms): the answer-relevance proxy that was tried."""
+    asked = set(match_terms(question))
+    said = {t for u in asserted_units(answer) for t in match_terms(u)}
+    return len(asked & said) / len(asked) if asked else 1.0
 
 
 def ranks(x: np.ndarray) -> np.ndarray:
@@ -160,8 +172,11 @@ def main() -> None:
           f"95% bootstrap CI over tasks ({args.resamples} resamples, seed {args.seed})\n")
     print("| metric | kind | n | " + " | ".join(DIMENSIONS) + " |")
     print("|---|---|---|" + "---|" * len(DIMENSIONS))
-    for m in OFFLINE + PROXIES:
-        kind = "offline" if m in OFFLINE else ("proxy (LLM)" if m in LLM_PROXIES else "proxy")
+    for m in OFFLINE + CANDIDATES + PROXIES:
+        if m in OFFLINE or m in CANDIDATES:
+            kind = "offline" if m in OFFLINE else "tried, not shipped"
+        else:
+            kind = "proxy (LLM)" if m in LLM_PROXIES else "proxy"
         n = sum(r.scores[m] is not None for r in rows)
         cells = []
         for d in DIMENSIONS:

@@ -222,9 +222,14 @@ def unit_support(unit: str, context_terms: frozenset[str], conversation: Sequenc
 
 
 def _union_terms(contexts: Iterable[ContextLike]) -> frozenset[str]:
+    return _union_of(tuple(_context_text(c) for c in contexts))
+
+
+@lru_cache(maxsize=1024)
+def _union_of(texts: tuple[str, ...]) -> frozenset[str]:
     out: set[str] = set()
-    for c in contexts:
-        out |= _terms(_context_text(c))
+    for t in texts:
+        out |= _terms(t)
     return frozenset(out)
 
 
