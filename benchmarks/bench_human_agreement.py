@@ -141,6 +141,8 @@ def bootstrap(
         v = stat([r for i in pick for r in groups[i]])
         if not np.isnan(v):
             vals.append(v)
+    if not vals:  # constant on every resample (e.g. a metric that never varies)
+        return stat(rows), float("nan"), float("nan")
     lo, hi = np.percentile(vals, [2.5, 97.5])
     return stat(rows), float(lo), float(hi)
 
@@ -181,7 +183,7 @@ def main() -> None:
         cells = []
         for d in DIMENSIONS:
             v, lo, hi = bootstrap(rows, rho(m, d), args.resamples, args.seed)
-            cells.append(f"{v:.3f} [{lo:.2f}, {hi:.2f}]")
+            cells.append("n/a (constant)" if np.isnan(v) else f"{v:.3f} [{lo:.2f}, {hi:.2f}]")
         print(f"| {m} | {kind} | {n} | " + " | ".join(cells) + " |")
     print("\nPaired difference in Spearman (offline metric minus proxy), 95% bootstrap CI:\n")
     pairs = (("faithfulness", "faithfulness"), ("correctness", "completeness"))
@@ -191,7 +193,7 @@ def main() -> None:
         cells = []
         for p in PROXIES:
             v, lo, hi = bootstrap(rows, diff(m, p, d), args.resamples, args.seed)
-            cells.append(f"{v:+.3f} [{lo:+.2f}, {hi:+.2f}]")
+            cells.append("n/a" if np.isnan(v) else f"{v:+.3f} [{lo:+.2f}, {hi:+.2f}]")
         print(f"| {m} | {d} | " + " | ".join(cells) + " |")
 
 

@@ -35,7 +35,7 @@ _SPECS = (
     MetricSpec("forgetfulness", "lower", "conversation", "share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)"),
     MetricSpec("context_retention", "higher", "conversation", "kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict)"),
     # -- the sharded diagnosis (sharded_metrics.py, reliability.py) --------------------
-    MetricSpec("answer_attempt_rate", "higher", "turn", "share of turns the target answered instead of abstaining (sharded conversations: the reply's response class is answer_attempt; reported in the sharded table, not in the suite mean)"),
+    MetricSpec("answer_attempt_rate", "higher", "turn", "share of turns the target answered instead of abstaining (a partial answer that also abstains is an attempt; sharded conversations: the reply's response class is answer_attempt; reported in the sharded table, not in the suite mean)"),
     MetricSpec("aptitude", "higher", "suite", "SHARDED condition: per question the 90th percentile of its BEST answer F1 over the runs (linear interpolation), averaged over questions"),
     MetricSpec("unreliability", "lower", "suite", "SHARDED condition: per question the 90th minus the 10th percentile of its BEST answer F1 over the runs, averaged over questions"),
     MetricSpec("sharded_gap", "lower", "suite", "mean BEST answer F1 of FULL minus SHARDED over (question, run) pairs, with a paired question-cluster bootstrap CI"),
