@@ -20,8 +20,8 @@ abstained         the answer declines to answer (``metrics.lexical.is_abstention
 language          BCP 47 code of the answer's language by a cheap rule (``detect_language``);
                   ``und`` when undetermined
 grounding         the offline ``faithfulness`` of the answer in its contexts
-                  (``metrics.lexical.faithfulness``: share of answer sentences grounded in one
-                  context; 0.0 with no context; None when the answer abstains)
+                  (``metrics.lexical.faithfulness``: term-weighted support of what the answer
+                  asserts; 0.0 with no context; None when the answer abstains)
 user_turns        number of user messages in the history (the new one included)
 retrieval_s, generation_s, total_s
                   the stage timings passed in (None when not measured)
@@ -177,7 +177,7 @@ def request_signals(
         hedging=is_hedged(answer),
         abstained=is_abstention(answer),
         language=detect_language(answer),
-        grounding=faithfulness(answer, contexts),
+        grounding=None if is_abstention(answer) else faithfulness(answer, contexts),
         user_turns=len(user_turns),
         retrieval_s=retrieval_s,
         generation_s=generation_s,
