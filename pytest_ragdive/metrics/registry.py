@@ -21,7 +21,7 @@ class MetricSpec:
 _SPECS = (
     MetricSpec("answer_f1", "higher", "turn", "SQuAD token F1 of the answer against the ground truth"),
     MetricSpec("exact_match", "higher", "turn", "1 when the SQuAD-normalised answer equals the ground truth"),
-    MetricSpec("correctness", "higher", "turn", "graded coverage: share of the ground truth's content terms the answer asserts (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention on an answerable turn: 0)"),
+    MetricSpec("correctness", "higher", "turn", "graded: share of the ground truth's content terms the answer asserts (a long reference is covered by 12 of them) times the answer's faithfulness (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention on an answerable turn: 0)"),
     MetricSpec("recall_at_k", "higher", "turn", "share of relevant documents among the retrieved contexts"),
     MetricSpec("mrr", "higher", "turn", "reciprocal rank of the first relevant retrieved document"),
     MetricSpec("ndcg_at_k", "higher", "turn", "binary-relevance nDCG of the retrieved documents"),
