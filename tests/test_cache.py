@@ -182,7 +182,7 @@ def test_interrupted_run_repeats_no_finished_call(tmp_path: Path) -> None:
         client = LLMClient.from_config(cfg)
 
         async def interrupted() -> None:
-            await asyncio.wait_for(_texts(client, qs), timeout=0.5)  # like Ctrl-C mid-run
+            await asyncio.wait_for(_texts(client, qs), timeout=1.2)  # like Ctrl-C mid-run (the slow calls take 1.5 s)
 
         with pytest.raises(asyncio.TimeoutError):
             asyncio.run(interrupted())
