@@ -1,0 +1,396 @@
+"""Paired statistics of the gate: per-conversation values, a cluster bootstrap
+of the paired difference, Holm's correction, power, and the verdict rule.
+
+Pure functions over per-conversation tables (no pytest, no files). numpy is
+imported inside the functions that need it, so importing this module is cheap.
+
+How the gate decides (the rule, written once)
+---------------------------------------------
+
+For one gated metric of one suite, let the *drop* be the change on the
+metric's bad side (``baseline - current`` for higher-is-better metrics,
+``current - baseline`` for lower-is-better ones), so a positive drop is worse.
+
+1. **Band** (today's gate, what users set and read): ``out`` when the suite
+   value is outside ``[min - tol, max + tol]`` of the baseline runs on the
+   bad side, ``improvement`` when outside on the good side, else ``in``.
+2. **Paired differences**: for every conversation in both the baseline and
+   this run, ``d_i`` = its drop against the baseline's mean for that
+   conversation (turn-level metrics: the conversation's mean over its scored
+   turns, weighted by the number of scored turns, as the suite mean is).
+   ``D`` = the weighted mean of ``d_i``. A cluster bootstrap over
+   conversations (``N_BOOT`` resamples, seed ``SEED``) gives its distribution.
+3. **Two one-sided tests** at level ``a = ALPHA / (1 + max_reruns)`` (the
+   alpha split evenly over the looks a rerun may take):
+
+   - *significant* (the drop is real): ``H0: drop <= 0`` rejected, with
+     Holm's step-down correction across the suite's gated metrics (the suite
+     fails when any metric regresses, so the false alarms of the family are
+     controlled); the lower bound ``L`` is reported at the Holm level.
+   - *within* (non-inferiority, the tolerance as margin): the upper bound
+     ``U`` (one-sided ``1 - a``) is ``<= tol``. No correction: a suite passes
+     only when every metric passes (an intersection-union test).
+
+4. **Verdict**:
+
+   ============  ==================  ==============================
+   band          paired              verdict
+   ============  ==================  ==============================
+   improvement   any                 improvement (passes)
+   any           within              pass
+   out           significant         regression
+   out           not significant     inconclusive
+   in            significant         inconclusive
+   in            not significant     pass
+   ============  ==================  ==============================
+
+   An inconclusive verdict follows ``gate.inconclusive``: ``fail``, ``pass``,
+   or ``rerun`` (default): run the suite again, pool every run per
+   conversation, decide again; inconclusive after the last look fails.
+
+Why it has the properties the gate promises:
+
+- *A healthy chatbot fails at most 5% of the time*: a regression needs a
+  significant drop, and the significance tests over all looks and metrics
+  spend at most ``ALPHA`` between them (Holm, the even split over looks).
+  The only other way to fail is to stay inconclusive to the last look with
+  the pooled value out of the band, which the band itself makes rare; the
+  benchmark (``benchmarks/bench_gate.py``) measures the total.
+- *A drop of the tolerance's size is caught at least 80% of the time once
+  the suite is large enough*: at a drop ``>= tol`` the *within* test passes
+  at most ``a`` of the time; everything else is a regression or an
+  inconclusive that ends in a failure unless the drop is not significant.
+  So the catch rate is the power of the significance test, which is >= 80%
+  when the minimum detectable regression ``MDR = (z(1-a/m) + z(0.8)) * SE``
+  is at most ``tol`` (``SE`` from the baseline runs' per-conversation spread,
+  ``m`` gated metrics). :func:`power` says how many conversations that needs.
+- *A consistent drop smaller than the tolerance passes*: it passes when it
+  is not significant, or when ``U <= tol``, which holds once
+  ``z(1-a) * SE <= tol - drop``.
+- *A deterministic chatbot reduces to the band*: when every conversation's
+  value repeats exactly within each side (and some side has two runs), the
+  paired difference is known without error (``L = U = D``, no bootstrap),
+  and the table gives exactly the band's verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .metrics.registry import METRICS
+from .records import Conversation
+
+if TYPE_CHECKING:
+    import numpy as np
+
+ALPHA = 0.05
+POWER = 0.80
+N_BOOT = 20_000
+SEED = 0
+EPS = 1e-9
+_CHUNK = 2_000
+
+BandVerdict = Literal["pass", "regression", "improvement"]
+PairedVerdict = Literal["pass", "regression", "improvement", "inconclusive"]
+
+
+class ConvValue(BaseModel):
+    """One conversation's value of one metric in one run, and how many scored
+    turns it averages (1 for conversation-level metrics)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: float
+    count: int = 1
+
+
+# conversation id -> its values, one per run that scored it
+Table = dict[str, list[ConvValue]]
+
+
+class Pairing(BaseModel):
+    """The conversations of one metric present on both sides, with their drops."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str]
+    drops: list[float]
+    weights: list[float]
+    new: list[str] = []
+    missing: list[str] = []
+    noise_free: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def drop(self) -> float | None:
+        w = sum(self.weights)
+        return sum(d * x for d, x in zip(self.drops, self.weights, strict=True)) / w if w > 0 else None
+
+
+class PairedResult(BaseModel):
+    """The paired test of one metric: the drop, its bounds and both tests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    drop: float
+    low: float
+    high: float
+    p_drop: float
+    level: float
+    significant: bool
+    within: bool
+    noise_free: bool
+
+
+class Power(BaseModel):
+    """How small a regression the suite can detect at 80% power, and what it
+    would take to detect one of the tolerance's size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mdr: float | None
+    se: float | None
+    conversations: int
+    baseline_runs: int
+    too_small: bool = False
+    conversations_needed: int | None = None
+    runs_needed: int | None = None
+
+
+# -- per-conversation values --------------------------------------------------
+
+
+def conversation_value(conv: Conversation, metric: str) -> ConvValue | None:
+    """Turn-level metrics: the mean over the conversation's scored turns (with
+    their count); conversation-level metrics: the conversation's score."""
+    if metric in METRICS and METRICS[metric].level == "conversation":
+        v = conv.scores.get(metric)
+        return None if v is None or math.isnan(v) else ConvValue(value=float(v), count=1)
+    vals = [s for t in conv.turns if (s := t.scores.get(metric)) is not None and not math.isnan(s)]
+    return ConvValue(value=sum(vals) / len(vals), count=len(vals)) if vals else None
+
+
+def table(convs: Iterable[Conversation], metric: str) -> Table:
+    """Per-conversation values of one metric, keyed by conversation id (sorted),
+    runs in order; errored conversations are left out."""
+    out: dict[str, list[tuple[int, ConvValue]]] = defaultdict(list)
+    for c in convs:
+        if c.error is None and (v := conversation_value(c, metric)) is not None:
+            out[c.id].append((c.run, v))
+    return {k: [v for _, v in sorted(out[k], key=lambda rv: rv[0])] for k in sorted(out)}
+
+
+def pooled(values: Sequence[ConvValue]) -> tuple[float, float]:
+    """A conversation's value over its runs (weighted by scored turns) and its
+    weight (the mean number of scored turns per run)."""
+    total = sum(v.count for v in values)
+    return sum(v.value * v.count for v in values) / total, total / len(values)
+
+
+def _constant(values: Sequence[ConvValue]) -> bool:
+    return max(v.value for v in values) - min(v.value for v in values) <= EPS
+
+
+def pair(baseline: Table, current: Table, direction: str) -> Pairing:
+    """Per-conversation drops (bad side positive) of ``current`` against the
+    baseline's mean for each conversation present in both."""
+    sign = 1.0 if direction == "higher" else -1.0
+    ids = sorted(k for k in current if baseline.get(k))
+    drops, weights = [], []
+    for k in ids:
+        b, _ = pooled(baseline[k])
+        c, w = pooled(current[k])
+        drops.append(sign * (b - c))
+        weights.append(w)
+    noise_free = bool(ids) and all(
+        _constant(baseline[k]) and _constant(current[k]) and (len(baseline[k]) > 1 or len(current[k]) > 1) for k in ids
+    )
+    return Pairing(
+        ids=ids,
+        drops=drops,
+        weights=weights,
+        new=sorted(k for k in current if not baseline.get(k)),
+        missing=sorted(k for k in baseline if baseline[k] and k not in current),
+        noise_free=noise_free,
+    )
+
+
+# -- the bootstrap, Holm, the tests ---------------------------------------------
+
+
+def bootstrap(drops: Sequence[float], weights: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
+    """The weighted mean drop over ``n_boot`` resamples of whole conversations
+    (a cluster bootstrap), sorted. Fixed seed, clusters in the given order."""
+    import numpy as np
+
+    d = np.asarray(drops, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    n = len(d)
+    rng = np.random.default_rng(seed)
+    wd = w * d
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, _CHUNK):
+        size = min(_CHUNK, n_boot - start)
+        idx = rng.integers(0, n, size=(size, n))
+        out[start : start + size] = wd[idx].sum(axis=1) / w[idx].sum(axis=1)
+    out.sort()
+    return out
+
+
+def holm(pvalues: dict[str, float], alpha: float) -> dict[str, tuple[bool, float]]:
+    """Holm's step-down test: for each name, whether its null is rejected and
+    the level it was compared with (``alpha / (m - rank)``; names that follow
+    the first acceptance keep the level of their rank and are not rejected)."""
+    m = len(pvalues)
+    order = sorted(pvalues, key=lambda k: (pvalues[k], k))
+    out: dict[str, tuple[bool, float]] = {}
+    still = True
+    for rank, name in enumerate(order):
+        level = alpha / (m - rank)
+        still = still and pvalues[name] <= level
+        out[name] = (still, level)
+    return out
+
+
+def alpha_for_look(max_reruns: int, alpha: float = ALPHA) -> float:
+    """The level of each look: ``alpha`` split evenly over the first run and
+    up to ``max_reruns`` reruns."""
+    return alpha / (1 + max_reruns)
+
+
+def paired_tests(
+    pairings: dict[str, Pairing],
+    tolerances: dict[str, float],
+    alpha: float = ALPHA,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+) -> dict[str, PairedResult]:
+    """The paired test of each metric of one suite at level ``alpha`` (one
+    look), with Holm's correction over the metrics for significance.
+    Metrics without a paired conversation are left out."""
+    import numpy as np
+
+    boots: dict[str, np.ndarray] = {}
+    stats: dict[str, tuple[float, float, float]] = {}  # drop, p, upper
+    for name, p in pairings.items():
+        drop = p.drop
+        if drop is None:
+            continue
+        if p.noise_free:
+            stats[name] = (drop, 0.0 if drop > EPS else 1.0, drop)
+            continue
+        b = bootstrap(p.drops, p.weights, n_boot, seed)
+        boots[name] = b
+        stats[name] = (drop, float(np.mean(b <= EPS)), float(np.quantile(b, 1 - alpha)))
+    decided = holm({k: v[1] for k, v in stats.items()}, alpha)
+    out = {}
+    for name, (drop, p_drop, upper) in stats.items():
+        significant, level = decided[name]
+        low = float(np.quantile(boots[name], level)) if name in boots else drop
+        out[name] = PairedResult(
+            n=pairings[name].n, drop=drop, low=low, high=upper, p_drop=p_drop, level=level,
+            significant=significant, within=upper <= tolerances.get(name, 0.0) + EPS,
+            noise_free=pairings[name].noise_free,
+        )
+    return out
+
+
+def decide(band: BandVerdict, significant: bool, within: bool, drop: float, tolerance: float) -> PairedVerdict:
+    """The verdict table of the module docstring."""
+    if band == "improvement":
+        return "improvement"
+    if within:
+        return "pass"
+    if band == "regression":
+        return "regression" if significant else "inconclusive"
+    return "inconclusive" if significant or drop > tolerance + EPS else "pass"
+
+
+# -- power, spread, what got worse ---------------------------------------------
+
+
+def _z(p: float) -> float:
+    return NormalDist().inv_cdf(p)
+
+
+def noise_se(baseline: Table, current_runs: int = 1) -> float | None:
+    """Standard error of the paired mean drop of a healthy run with
+    ``current_runs`` runs, from each conversation's spread over the baseline
+    runs: ``sqrt(sum w_i^2 s_i^2 (1/k + 1/R_i)) / sum w_i``. None when no
+    conversation has two baseline runs (the noise is unknown)."""
+    num, wsum, known = 0.0, 0.0, False
+    for vals in baseline.values():
+        if not vals:
+            continue
+        m, w = pooled(vals)
+        wsum += w
+        if len(vals) < 2:
+            continue
+        known = True
+        s2 = sum((v.value - m) ** 2 for v in vals) / (len(vals) - 1)
+        num += w * w * s2 * (1 / current_runs + 1 / len(vals))
+    return math.sqrt(num) / wsum if known and wsum > 0 else None
+
+
+def power(baseline: Table, tolerance: float, alpha: float, metrics: int = 1, target: float = POWER) -> Power:
+    """The minimum detectable regression at ``target`` power of a one-run
+    paired test at Holm's strictest level ``alpha / metrics``, and, when it
+    exceeds ``tolerance``, the conversations (at one run) or runs (with these
+    conversations) that would bring it down to the tolerance."""
+    n = sum(1 for v in baseline.values() if v)
+    runs = max((len(v) for v in baseline.values()), default=0)
+    se = noise_se(baseline)
+    if se is None:
+        return Power(mdr=None, se=None, conversations=n, baseline_runs=runs)
+    k = _z(1 - alpha / max(metrics, 1)) + _z(target)
+    mdr = k * se
+    out = Power(mdr=mdr, se=se, conversations=n, baseline_runs=runs)
+    if mdr <= tolerance + EPS:
+        return out
+    out.too_small = True
+    if tolerance > 0:
+        out.conversations_needed = math.ceil(n * (mdr / tolerance) ** 2)
+        for r in range(2, 51):
+            s = noise_se(baseline, current_runs=r)
+            if s is not None and k * s <= tolerance + EPS:
+                out.runs_needed = r
+                break
+    return out
+
+
+def spread(baseline: Table) -> dict[str, float]:
+    """Each conversation's 90th minus 10th percentile over the baseline runs
+    (conversations with at least two runs)."""
+    import numpy as np
+
+    return {
+        k: float(np.percentile(a, 90) - np.percentile(a, 10))
+        for k, vals in baseline.items()
+        if len(vals) > 1
+        for a in [np.asarray([v.value for v in vals])]
+    }
+
+
+def unstable(spreads: dict[str, float], threshold: float) -> list[str]:
+    """Conversations whose baseline spread exceeds ``threshold``, widest first."""
+    return sorted((k for k, s in spreads.items() if s > threshold + EPS), key=lambda k: (-spreads[k], k))
+
+
+def worse(p: Pairing, limit: int = 5) -> list[tuple[str, float, float]]:
+    """The conversations that moved most on the bad side: ``(id, drop,
+    contribution to the mean drop)``, largest contribution first."""
+    w = sum(p.weights)
+    if w <= 0:
+        return []
+    rows = [(k, d, d * x / w) for k, d, x in zip(p.ids, p.drops, p.weights, strict=True) if d > EPS]
+    return sorted(rows, key=lambda r: (-r[2], r[0]))[:limit]
