@@ -2,8 +2,11 @@
 
 A metric regresses when its current value lies outside
 ``[min - tolerance, max + tolerance]`` on its bad side (below for
-higher-is-better metrics, above for lower-is-better ones). A value outside the
-band on the good side is an improvement; it passes and is listed.
+higher-is-better metrics, above for lower-is-better ones) and, where the
+baseline holds per-conversation values (format 2), the paired test agrees;
+the full rule, with the third verdict ``inconclusive``, is in
+:mod:`pytest_ragdive.paired`. A value outside the band on the good side is an
+improvement; it passes and is listed.
 """
 
 from __future__ import annotations
@@ -11,17 +14,40 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from .errors import BaselineError
+from .config import SUITE_NAMES
+from .errors import BaselineError, one_line
 from .metrics.registry import ARROW, METRICS
-from .records import Baseline, BaselineMetric, SuiteResult
+from .paired import (
+    ConvValue,
+    Moved,
+    PairedResult,
+    Power,
+    Table,
+    alpha_for_look,
+    decide,
+    pair,
+    paired_tests,
+    power,
+    spread,
+    table,
+    unstable,
+    worse,
+)
+from .records import BASELINE_FORMAT, Baseline, BaselineMetric, Conversation, SuiteResult
 
 EPS = 1e-9
-Verdict = Literal["pass", "regression", "improvement", "no data", "not in baseline"]
+Verdict = Literal["pass", "regression", "improvement", "inconclusive", "no data", "not in baseline"]
+Method = Literal["band", "band+paired"]
+OnInconclusive = Literal["fail", "pass", "rerun"]
+UNPAIRED = ("safety_pass_rate",)  # zero tolerance, no statistics
 
 
 class GateRow(BaseModel):
@@ -35,10 +61,30 @@ class GateRow(BaseModel):
     current: float | None
     delta: float | None
     verdict: Verdict
+    # the paired test (gate.method = "band+paired" and a format-2 baseline)
+    method: Method = "band"
+    band_verdict: Verdict | None = None  # the band's verdict alone
+    paired: PairedResult | None = None
+    power: Power | None = None
+    new: list[str] = Field(default_factory=list)  # conversations not in the baseline (not paired)
+    missing: list[str] = Field(default_factory=list)  # baseline conversations that did not run
+    unstable: list[str] = Field(default_factory=list)  # baseline spread (p90 - p10) above the threshold
+    worse: list[Moved] = Field(default_factory=list)
+    runs: int = 1  # runs of this session pooled per conversation
+    look: int = 0  # 0 for the first run, k after the k-th rerun
+    looks: int = 1  # the most looks the policy allows
+    on_inconclusive: OnInconclusive = "fail"
 
     @property
     def failed(self) -> bool:
+        if self.verdict == "inconclusive":
+            return self.on_inconclusive != "pass"
         return self.verdict in ("regression", "no data", "not in baseline")
+
+    @property
+    def wants_rerun(self) -> bool:
+        """Inconclusive, the policy reruns, and a look is left."""
+        return self.verdict == "inconclusive" and self.on_inconclusive == "rerun" and self.look + 1 < self.looks
 
     @property
     def band_text(self) -> str:
@@ -49,6 +95,41 @@ class GateRow(BaseModel):
         # round first, and + 0.0, so that a tiny negative difference prints as +0.0000
         return "n/a" if self.delta is None else f"{round(self.delta, 4) + 0.0:+.4f}"
 
+    @property
+    def paired_text(self) -> str:
+        """The paired evidence in words; empty without a paired test."""
+        p = self.paired
+        if p is None:
+            return ""
+        conf = 1 - p.level
+        text = (
+            f"paired drop {round(p.drop, 4) + 0.0:+.4f} over {p.n} conversation(s) x {self.runs} run(s), "
+            f"one-sided bounds [{p.low:+.4f} at {conf:.1%}, {p.high:+.4f}]"
+        )
+        if self.band_verdict is not None and self.band_verdict != self.verdict:
+            text += f", band alone: {self.band_verdict}"
+        if self.verdict == "inconclusive" and not self.wants_rerun:
+            text += f", still inconclusive after {self.look} rerun(s)"
+            if self.power is not None and (self.power.conversations_needed or self.power.runs_needed):
+                text += f": {self.power_text}"
+        return text
+
+    @property
+    def power_text(self) -> str:
+        """The smallest regression this suite detects at 80% power, beside the tolerance."""
+        pw = self.power
+        if pw is None:
+            return ""
+        if pw.mdr is None:
+            return "detectable drop unknown (one baseline run: record it with --ragdive-runs=3 or more)"
+        text = f"detects a drop of {pw.mdr:.4f} at 80% power (tolerance {self.tolerance:g})"
+        if pw.too_small:
+            needs = [f"{pw.conversations_needed} conversations"] if pw.conversations_needed else []
+            if pw.runs_needed:
+                needs.append(f"{pw.runs_needed} runs per PR (--ragdive-runs)")
+            text += ": too small for its tolerance" + (f", needs {' or '.join(needs)}" if needs else "")
+        return text
+
     def line(self) -> str:
         def f(x: float | None) -> str:
             return "n/a" if x is None else f"{x:.4f}"
@@ -56,26 +137,51 @@ class GateRow(BaseModel):
         arrow = ARROW[self.direction]
         band = self.band_text
         delta = self.delta_text
-        return (
+        out = (
             f"{self.suite}/{self.metric} ({arrow} better): current {f(self.current)}, "
             f"baseline band {band} (tolerance {self.tolerance:g}), delta {delta}: {self.verdict.upper()}"
         )
+        return out + (f" ({self.paired_text})" if self.paired is not None else "")
 
 
 def load_baseline(path: Path) -> Baseline:
+    """Read and check a baseline file; any problem is a :class:`BaselineError`
+    naming the file and the key."""
     if not path.is_file():
         raise BaselineError(
             f"ragdive baseline {path} not found: create it with --ragdive-update-baseline --ragdive-baseline={path}"
         )
     try:
-        return Baseline.model_validate_json(path.read_text(encoding="utf-8"))
+        bl = Baseline.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        where = f"{loc}: " if loc else ""
-        raise BaselineError(f"ragdive baseline {path} is invalid: {where}{err['msg']}") from None
+        raise BaselineError(f"ragdive baseline {path} is invalid: {one_line(e)}") from None
     except (OSError, ValueError) as e:
         raise BaselineError(f"ragdive baseline {path} cannot be read: {str(e).splitlines()[0]}") from None
+    for suite, metrics in bl.suites.items():
+        if suite not in SUITE_NAMES:
+            raise BaselineError(f"ragdive baseline {path} is invalid: suites.{suite}: unknown suite (expected one of {', '.join(SUITE_NAMES)})")
+        for name, bm in metrics.items():
+            key = f"suites.{suite}.{name}"
+            if name not in METRICS:
+                raise BaselineError(f"ragdive baseline {path} is invalid: {key}: unknown metric")
+            if bm.direction != METRICS[name].direction:
+                raise BaselineError(
+                    f"ragdive baseline {path} is invalid: {key}.direction: {bm.direction!r}, but {name} is "
+                    f"{METRICS[name].direction}-is-better"
+                )
+    return bl
+
+
+def baseline_note(baseline: Baseline, path: Path | str, method: Method) -> str | None:
+    """One line when the paired test cannot run on this baseline."""
+    if method == "band":
+        return None
+    if baseline.format_version < 2 or not any(bm.conversations for m in baseline.suites.values() for bm in m.values()):
+        return (
+            f"baseline {path} has format {baseline.format_version} (no per-conversation values): gated by band alone; "
+            "re-record it with --ragdive-update-baseline for the paired test"
+        )
+    return None
 
 
 def band(bm: BaselineMetric, tolerance: float) -> tuple[float, float]:
@@ -120,21 +226,80 @@ def gate_row(suite: str, metric: str, current: float | None, bm: BaselineMetric 
     )
 
 
+def baseline_table(bm: BaselineMetric) -> Table:
+    """A baseline metric's per-conversation values as a paired table."""
+    return {
+        cid: [ConvValue(value=v, count=n) for v, n in runs if v is not None]
+        for cid, runs in sorted((bm.conversations or {}).items())
+    }
+
+
 def check(
     results: dict[str, SuiteResult],
     baseline: Baseline,
     gate: dict[str, float],
     per_suite: dict[str, dict[str, float]] | None = None,
+    *,
+    convs: Iterable[Conversation] | None = None,
+    method: Method = "band+paired",
+    on_inconclusive: OnInconclusive = "rerun",
+    max_reruns: int = 2,
+    look: int = 0,
+    unstable_spread: float = 0.5,
 ) -> list[GateRow]:
     """One row per gated metric per suite that ran; ``per_suite`` narrows the gate to the
-    entries that apply to each suite (``RagdiveConfig.gated_metrics``)."""
+    entries that apply to each suite (``RagdiveConfig.gated_metrics``).
+
+    With ``method = "band+paired"``, the scored conversations ``convs`` (every
+    run of this session, reruns included) and a baseline holding
+    per-conversation values, each metric but safety also gets the paired test
+    and the verdict of :func:`pytest_ragdive.paired.decide`; ``look`` is the
+    number of reruns so far, and the alpha of each look is split over the
+    looks ``on_inconclusive`` allows."""
+    looks = 1 + (max_reruns if on_inconclusive == "rerun" else 0)
+    all_convs = list(convs or [])
     rows = []
     for suite, res in results.items():
         stored = baseline.suites.get(suite, {})
         suite_gate = gate if per_suite is None else per_suite.get(suite, gate)
+        mine = []
         for metric, tol in suite_gate.items():
-            rows.append(gate_row(suite, metric, res.value(metric), stored.get(metric), tol))
+            row = gate_row(suite, metric, res.value(metric), stored.get(metric), tol)
+            row.look, row.looks, row.on_inconclusive = look, looks, on_inconclusive
+            mine.append(row)
+        if method == "band+paired" and all_convs:
+            _paired(mine, stored, [c for c in all_convs if c.suite == suite], alpha_for_look(looks - 1), unstable_spread)
+        rows += mine
     return rows
+
+
+def _paired(
+    rows: list[GateRow], stored: dict[str, BaselineMetric], convs: list[Conversation], alpha: float, unstable_spread: float
+) -> None:
+    """Add the paired test to a suite's rows (in place)."""
+    bases: dict[str, Table] = {}
+    pairings = {}
+    for r in rows:
+        bm = stored.get(r.metric)
+        if r.metric in UNPAIRED or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
+            continue
+        base = bases[r.metric] = baseline_table(bm)
+        cur = table(convs, r.metric)
+        p = pair(base, cur, r.direction)
+        r.method, r.new, r.missing = "band+paired", p.new, p.missing
+        r.runs = max((len(v) for v in cur.values()), default=1)
+        if p.n:
+            pairings[r.metric] = p
+    tested = paired_tests(pairings, {r.metric: r.tolerance for r in rows}, alpha)
+    for r in rows:
+        res = tested.get(r.metric)
+        if res is None:
+            continue
+        r.paired, r.band_verdict = res, r.verdict
+        r.verdict = decide(r.verdict, res.significant, res.within, res.drop, r.tolerance)  # type: ignore[arg-type]
+        r.power = power(bases[r.metric], r.tolerance, alpha, metrics=len(tested))
+        r.unstable = unstable(spread(bases[r.metric]), unstable_spread)
+        r.worse = worse(pairings[r.metric])
 
 
 def build_baseline(
@@ -146,18 +311,25 @@ def build_baseline(
     judge_models: dict[str, str],
     plugin_version: str,
     existing: Baseline | None = None,
+    convs: Iterable[Conversation] | None = None,
 ) -> Baseline:
-    """A baseline from this session's suites; suites not run keep their stored values."""
+    """A baseline from this session's suites; suites not run keep their stored
+    values. With the scored conversations ``convs``, every gated metric but
+    safety also stores each conversation's value in each run (format 2)."""
     import numpy as np
 
+    all_convs = list(convs or [])
     suites = dict(existing.suites) if existing is not None else {}
     for suite, res in results.items():
+        mine = [c for c in all_convs if c.suite == suite]
+        runs = sorted({c.run for c in mine})
         metrics: dict[str, BaselineMetric] = {}
         for name, mv in res.metrics.items():
             vals = [v for v in mv.per_run if v is not None]
             if not vals:
                 continue
             arr = np.asarray(vals, dtype=float)
+            paired = bool(mine) and name in gate and name not in UNPAIRED
             # full precision: a rounded min/max would put an unchanged rerun
             # outside a zero-tolerance band
             metrics[name] = BaselineMetric(
@@ -168,9 +340,11 @@ def build_baseline(
                 runs=len(vals),
                 direction=METRICS[name].direction,
                 tolerance=gate.get(name, 0.0),
+                conversations=_per_conversation(mine, name, runs) if paired and len(runs) == len(vals) else None,
             )
         suites[suite] = metrics
     return Baseline(
+        format_version=BASELINE_FORMAT,
         plugin_version=plugin_version,
         config_hash=config_hash,
         backend=backend,
@@ -180,11 +354,54 @@ def build_baseline(
     )
 
 
+def _per_conversation(convs: list[Conversation], metric: str, runs: list[int]) -> dict[str, list[tuple[float | None, int]]]:
+    from .paired import conversation_value
+
+    out: dict[str, list[tuple[float | None, int]]] = {}
+    pos = {r: i for i, r in enumerate(runs)}
+    for c in sorted(convs, key=lambda c: (c.id, c.run)):
+        if c.error is not None:
+            continue
+        row = out.setdefault(c.id, [(None, 0)] * len(runs))
+        v = conversation_value(c, metric)
+        if v is not None:
+            row[pos[c.run]] = (v.value, v.count)
+    return {k: v for k, v in sorted(out.items()) if any(x is not None for x, _ in v)}
+
+
+def dumps_baseline(baseline: Baseline) -> str:
+    """The baseline as JSON that reads well in a diff: keys sorted, two-space
+    indent, one conversation per line."""
+
+    def dump(obj: Any, depth: int, key: str = "") -> str:
+        if not isinstance(obj, dict) or not obj:
+            return json.dumps(obj, allow_nan=False, separators=(", ", ": "))
+        pad = "  " * (depth + 1)
+        one_line = key == "conversations"  # the only key of that name: a metric's per-conversation values
+        items = [
+            f"{pad}{json.dumps(k)}: " + (json.dumps(v, allow_nan=False, separators=(", ", ": ")) if one_line else dump(v, depth + 1, k))
+            for k, v in sorted(obj.items())
+        ]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+
+    return dump(baseline.model_dump(mode="json"), 0) + "\n"
+
+
 def write_baseline(path: Path, baseline: Baseline) -> None:
+    """Write atomically: a unique temporary file in the same directory, renamed
+    into place (concurrent writers never clash, a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(baseline.model_dump(mode="json"), indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    text = dumps_baseline(baseline)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # -- assertion helpers (public; the session gate uses the same checks) -------

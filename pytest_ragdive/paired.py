@@ -167,6 +167,16 @@ class Power(BaseModel):
     runs_needed: int | None = None
 
 
+class Moved(BaseModel):
+    """One conversation that got worse: its drop and its share of the mean drop."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    drop: float
+    contribution: float
+
+
 # -- per-conversation values --------------------------------------------------
 
 
@@ -386,11 +396,11 @@ def unstable(spreads: dict[str, float], threshold: float) -> list[str]:
     return sorted((k for k, s in spreads.items() if s > threshold + EPS), key=lambda k: (-spreads[k], k))
 
 
-def worse(p: Pairing, limit: int = 5) -> list[tuple[str, float, float]]:
-    """The conversations that moved most on the bad side: ``(id, drop,
-    contribution to the mean drop)``, largest contribution first."""
+def worse(p: Pairing, limit: int = 5) -> list[Moved]:
+    """The conversations that moved most on the bad side, largest
+    contribution to the mean drop first."""
     w = sum(p.weights)
     if w <= 0:
         return []
-    rows = [(k, d, d * x / w) for k, d, x in zip(p.ids, p.drops, p.weights, strict=True) if d > EPS]
-    return sorted(rows, key=lambda r: (-r[2], r[0]))[:limit]
+    rows = [Moved(id=k, drop=d, contribution=d * x / w) for k, d, x in zip(p.ids, p.drops, p.weights, strict=True) if d > EPS]
+    return sorted(rows, key=lambda r: (-r.contribution, r.id))[:limit]

@@ -8,9 +8,9 @@ what ``results.json`` holds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # the sharded diagnosis' records live beside; re-exported here
 from .sharded_records import Condition as Condition
@@ -373,25 +373,56 @@ class SuiteResult(_Record):
         return None if m is None else m.value
 
 
-class BaselineMetric(_Record):
-    """One metric of one suite in a baseline: its spread over the recorded runs."""
+# a baseline number: finite, never a string or a bool (a NaN or a "0.5" would
+# switch the gate off or compare as text)
+BaselineFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+BASELINE_FORMAT = 2  # 2: per-conversation values per gated metric; 1: bands only
+BASELINE_FORMATS = (1, 2)
 
-    mean: float
-    std: float = 0.0
-    min: float
-    max: float
-    runs: int = 1
+
+class BaselineMetric(_Record):
+    """One metric of one suite in a baseline: its spread over the recorded runs
+    and (format 2) each conversation's value in each run."""
+
+    mean: BaselineFloat
+    std: BaselineFloat = Field(0.0, ge=0)
+    min: BaselineFloat
+    max: BaselineFloat
+    runs: int = Field(1, ge=1, strict=True)
     direction: Direction = "higher"
-    tolerance: float = 0.0
+    tolerance: BaselineFloat = Field(0.0, ge=0)
+    # conversation id -> one [value, scored turns] per baseline run (run order);
+    # [null, 0] where that run did not score it. Turn-level metrics: the mean
+    # over the conversation's scored turns. None in format-1 files.
+    conversations: dict[str, list[tuple[BaselineFloat | None, Annotated[int, Field(ge=0, strict=True)]]]] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BaselineMetric:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min!r} > max {self.max!r}")
+        for cid, runs in (self.conversations or {}).items():
+            if len(runs) != self.runs:
+                raise ValueError(f"conversation {cid!r} has {len(runs)} run value(s), expected runs = {self.runs}")
+        return self
 
 
 class Baseline(_Record):
     """The file that ``--ragdive-baseline`` reads and ``--ragdive-update-baseline`` writes."""
 
-    format_version: int = 1
+    format_version: int = Field(1, strict=True)
     plugin_version: str = ""
     config_hash: str = ""
     backend: str = "offline"
     judge_models: dict[str, str] = Field(default_factory=dict)
     created: str = ""
     suites: dict[str, dict[str, BaselineMetric]] = Field(default_factory=dict)
+
+    @field_validator("format_version")
+    @classmethod
+    def _known_format(cls, v: int) -> int:
+        if v not in BASELINE_FORMATS:
+            raise ValueError(
+                f"unknown format_version {v} (this pytest-ragdive reads {', '.join(map(str, BASELINE_FORMATS))}: "
+                "upgrade it, or re-record the baseline)"
+            )
+        return v

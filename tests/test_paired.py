@@ -165,5 +165,6 @@ def test_spread_unstable_and_what_got_worse() -> None:
     assert unstable(s, 0.1) == ["a", "c"]
     p = pair({"a": cv(1.0, count=1), "b": cv(1.0, count=3), "c": cv(0.5)}, {"a": cv(0.0), "b": cv(0.5, count=3), "c": cv(0.9)}, "higher")
     rows = worse(p)
-    assert [r[0] for r in rows] == ["b", "a"]  # b: 0.5 x 3 turns outweighs a: 1.0 x 1
-    assert rows[0][2] == pytest.approx(1.5 / 5) and rows[1][2] == pytest.approx(1.0 / 5)
+    assert [r.id for r in rows] == ["b", "a"]  # b: 0.5 x 3 turns outweighs a: 1.0 x 1
+    assert rows[0].contribution == pytest.approx(1.5 / 5) and rows[1].contribution == pytest.approx(1.0 / 5)
+    assert rows[1].drop == 1.0
