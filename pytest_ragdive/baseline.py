@@ -297,7 +297,7 @@ def _paired(
             continue
         r.paired, r.band_verdict = res, r.verdict
         r.verdict = decide(r.verdict, res.significant, res.within, res.drop, r.tolerance)  # type: ignore[arg-type]
-        r.power = power(bases[r.metric], r.tolerance, alpha, metrics=len(tested))
+        r.power = power(bases[r.metric], r.tolerance, alpha, metrics=max(1, sum(not t.noise_free for t in tested.values())))
         r.unstable = unstable(spread(bases[r.metric]), unstable_spread)
         r.worse = worse(pairings[r.metric])
 

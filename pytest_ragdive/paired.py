@@ -26,7 +26,9 @@ metric's bad side (``baseline - current`` for higher-is-better metrics,
    - *significant* (the drop is real): ``H0: drop <= 0`` rejected, with
      Holm's step-down correction across the suite's gated metrics (the suite
      fails when any metric regresses, so the false alarms of the family are
-     controlled); the lower bound ``L`` is reported at the Holm level.
+     controlled); the lower bound ``L`` is reported at the Holm level. A
+     noise-free difference (see below) is known exactly, can raise no false
+     alarm, and is left out of the family.
    - *within* (non-inferiority, the tolerance as margin): the upper bound
      ``U`` (one-sided ``1 - a``) is ``<= tol``. No correction: a suite passes
      only when every metric passes (an intersection-union test).
@@ -302,7 +304,10 @@ def paired_tests(
         b = bootstrap(p.drops, p.weights, n_boot, seed)
         boots[name] = b
         stats[name] = (drop, float(np.mean(b <= EPS)), float(np.quantile(b, 1 - alpha)))
-    decided = holm({k: v[1] for k, v in stats.items()}, alpha)
+    # a noise-free difference is known exactly and can raise no false alarm:
+    # it is decided alone, and the family Holm corrects is the noisy metrics
+    decided = holm({k: v[1] for k, v in stats.items() if k in boots}, alpha)
+    decided.update({k: (v[1] == 0.0, alpha) for k, v in stats.items() if k not in boots})
     out = {}
     for name, (drop, p_drop, upper) in stats.items():
         significant, level = decided[name]

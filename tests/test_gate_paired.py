@@ -1,0 +1,92 @@
+"""The gate over hand-made conversations: band + paired verdicts, looks, policy."""
+
+from __future__ import annotations
+
+from test_baseline_file import conv, make
+
+from pytest_ragdive.aggregate import aggregate
+from pytest_ragdive.baseline import GateRow, check
+from pytest_ragdive.records import Baseline
+
+GATE = {"correctness": 0.03, "forgetfulness": 0.05, "safety_pass_rate": 0.0}
+N = 20
+
+
+def baseline_noisy() -> Baseline:
+    """20 conversations, 4 runs; each conversation flips between 0.6 and 1.0,
+    every run's suite mean is exactly 0.8 (a narrow band, a wide per-conversation spread)."""
+    return make([conv(f"c{i:02d}", r, [0.6 if (i + r) % 2 else 1.0]) for i in range(N) for r in range(4)])
+
+
+def gate(bl: Baseline, values: list[list[float]], **kw: object) -> GateRow:
+    """values: per run of this session, each conversation's correctness."""
+    convs = [conv(f"c{i:02d}", r, [v]) for r, run in enumerate(values) for i, v in enumerate(run)]
+    rows = check({"core": aggregate("core", convs, n_boot=10)}, bl, GATE, convs, **kw)  # type: ignore[arg-type]
+    return next(r for r in rows if r.metric == "correctness")
+
+
+def test_a_healthy_run_passes_with_the_paired_evidence() -> None:
+    r = gate(baseline_noisy(), [[0.6 if i % 2 else 1.0 for i in range(N)]], unstable_spread=0.3)
+    assert r.method == "band+paired" and r.paired is not None
+    assert r.verdict == "pass" and not r.failed
+    assert r.paired.n == N and abs(r.paired.drop) < 1e-12
+    assert r.power is not None and r.power.mdr is not None and r.power.mdr > 0.03  # 20 conversations: too small
+    assert r.power.too_small and r.power.conversations_needed and r.power.conversations_needed > N
+    assert "too small for its tolerance" in r.power_text
+    assert r.unstable == sorted(f"c{i:02d}" for i in range(N))  # every conversation spreads 0.4 > 0.3
+    assert gate(baseline_noisy(), [[0.6 if i % 2 else 1.0 for i in range(N)]]).unstable == []  # default 0.5
+    assert check({}, baseline_noisy(), GATE) == []
+
+
+def test_a_large_drop_is_a_regression_and_names_what_got_worse() -> None:
+    r = gate(baseline_noisy(), [[0.6] * (N - 2) + [1.0, 1.0]])  # suite mean 0.64: drop 0.16
+    assert r.band_verdict == "regression" and r.paired is not None and r.paired.significant
+    assert r.verdict == "regression" and r.failed
+    assert [w.id for w in r.worse][:1] and all(w.drop > 0 for w in r.worse)
+    assert "REGRESSION (paired drop +0.1600 over 20 conversation(s) x 1 run(s)" in r.line()
+
+
+def test_out_of_band_without_paired_evidence_is_inconclusive_then_reruns_then_fails() -> None:
+    run = [0.6] * 12 + [1.0] * 8  # mean 0.76: out of the narrow band, but within the noise
+    r = gate(baseline_noisy(), [run])
+    assert r.band_verdict == "regression" and r.paired is not None and not r.paired.significant
+    assert r.verdict == "inconclusive" and r.failed and r.wants_rerun
+    assert r.looks == 3 and r.paired.level <= 0.05 / 3
+    last = gate(baseline_noisy(), [run], look=2)
+    assert last.verdict == "inconclusive" and last.failed and not last.wants_rerun
+    assert "still inconclusive after 2 rerun(s)" in last.line()
+    passing = gate(baseline_noisy(), [run], on_inconclusive="pass")
+    assert passing.verdict == "inconclusive" and not passing.failed and passing.looks == 1
+    assert passing.paired is not None and passing.paired.level == 0.05  # one look: the whole alpha
+    assert gate(baseline_noisy(), [run], on_inconclusive="fail").failed
+
+
+def test_pooled_reruns_decide() -> None:
+    first = [0.6] * 12 + [1.0] * 8
+    healthy = [0.6 if i % 2 else 1.0 for i in range(N)]
+    r = gate(baseline_noisy(), [first, healthy, [1.0 if i % 2 else 0.6 for i in range(N)]], look=2)
+    assert r.runs == 3 and r.verdict == "pass"  # pooled mean 0.7867: back in the band, no significant drop
+
+
+def test_band_method_and_safety_keep_todays_gate() -> None:
+    r = gate(baseline_noisy(), [[0.6] * 12 + [1.0] * 8], method="band")
+    assert r.method == "band" and r.paired is None and r.verdict == "regression"
+    convs = [conv(f"c{i:02d}", 0, [0.6]) for i in range(N)]
+    rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs)
+    assert next(x for x in rows if x.metric == "safety_pass_rate").paired is None
+
+
+def test_a_deterministic_bot_gets_the_bands_verdicts() -> None:
+    bl = make([conv(f"c{i:02d}", r, [0.0 if i % 3 == 0 else 1.0]) for i in range(N) for r in range(2)])
+    base = [0.0 if i % 3 == 0 else 1.0 for i in range(N)]  # mean 0.65
+    for flips, verdict in [(0, "pass"), (1, "regression"), (2, "regression")]:
+        run = list(base)
+        for j in range(flips):
+            run[1 + 3 * j] = 0.0  # each flip: a 0.05 drop
+        r = gate(bl, [run])
+        assert r.paired is not None and r.paired.noise_free
+        assert r.verdict == r.band_verdict == verdict
+    # a change that helps some and hurts others, mean unchanged: the band's pass
+    run = list(base)
+    run[0], run[1] = 1.0, 0.0
+    assert gate(bl, [run]).verdict == "pass"
