@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError, one_line
 from .metrics.registry import METRICS
@@ -198,6 +198,19 @@ class OnlineConfig(_Strict):
         return v
 
 
+GATE_POLICY_KEYS = ("method", "inconclusive", "unstable_spread")
+
+
+class GatePolicy(_Strict):
+    """How the gate decides: keys of ``[tool.ragdive.gate]`` beside the
+    tolerances (the rule is in pytest_ragdive/paired.py)."""
+
+    method: Literal["band", "band+paired"] = "band+paired"
+    inconclusive: Literal["fail", "pass", "rerun"] = "rerun"
+    # baseline conversations whose p90 - p10 over the runs exceeds this are listed as unstable
+    unstable_spread: float = Field(0.5, ge=0, allow_inf_nan=False)
+
+
 class RagdiveConfig(_Strict):
     # twins of the CLI options
     baseline: str | None = None
@@ -210,6 +223,7 @@ class RagdiveConfig(_Strict):
     concurrency: int = Field(8, ge=1)
     max_cost: float | None = Field(None, ge=0)
     report_dir: str | None = None
+    max_reruns: int = Field(2, ge=0, le=10)  # reruns of a suite whose gate is inconclusive
     # file-only settings
     autorun: bool = False
     target: str | None = None
@@ -219,12 +233,24 @@ class RagdiveConfig(_Strict):
     judge_cascade: list[str] = Field(default_factory=list)
     forgetfulness_probe: bool = True
     gate: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_GATE))
+    gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
     online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
     # where the config came from; paths resolve against its directory
     source: str | None = Field(None, exclude=True)
     base_dir: str = Field(".", exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_gate(cls, data: Any) -> Any:
+        """``[tool.ragdive.gate]`` holds tolerances and the policy keys: move the latter to ``gate_policy``."""
+        if isinstance(data, dict) and isinstance(data.get("gate"), dict):
+            gate = dict(data["gate"])
+            policy = {k: gate.pop(k) for k in GATE_POLICY_KEYS if k in gate}
+            if policy:
+                data = {**data, "gate": gate or dict(DEFAULT_GATE), "gate_policy": policy}
+        return data
 
     @field_validator("target")
     @classmethod
@@ -342,6 +368,8 @@ def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None
     first = err.errors()[0]
     loc = tuple(first["loc"])
     key = ".".join(str(x) for x in loc) or "(top level)"
+    if loc and loc[0] == "gate_policy":  # written as gate.method etc.
+        key = ".".join(str(x) for x in ("gate", *loc[1:]))
     if cli_names and loc and str(loc[0]) in cli_names:
         where, key = "command line", cli_names[str(loc[0])]
     if first["type"] == "extra_forbidden":

@@ -90,3 +90,24 @@ def test_a_deterministic_bot_gets_the_bands_verdicts() -> None:
     run = list(base)
     run[0], run[1] = 1.0, 0.0
     assert gate(bl, [run]).verdict == "pass"
+
+
+def test_gate_policy_keys_sit_beside_the_tolerances(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from pytest_ragdive.config import DEFAULT_GATE, load_config
+    from pytest_ragdive.errors import ConfigError
+
+    p = tmp_path / "pyproject.toml"
+    p.write_text('[tool.ragdive]\nmax_reruns = 1\n[tool.ragdive.gate]\nmethod = "band"\ninconclusive = "fail"\ncorrectness = 0.05\n')
+    cfg = load_config(p)
+    assert cfg.gate == {"correctness": 0.05}
+    assert (cfg.gate_policy.method, cfg.gate_policy.inconclusive, cfg.max_reruns) == ("band", "fail", 1)
+    assert load_config(p, {"max_reruns": "4"}).max_reruns == 4
+    p.write_text('[tool.ragdive.gate]\nunstable_spread = 0.2\n')
+    cfg = load_config(p)
+    assert cfg.gate == DEFAULT_GATE and cfg.gate_policy.unstable_spread == 0.2  # policy alone keeps the default tolerances
+    assert (cfg.gate_policy.method, cfg.gate_policy.inconclusive, cfg.max_reruns) == ("band+paired", "rerun", 2)
+    p.write_text('[tool.ragdive.gate]\ninconclusive = "maybe"\n')
+    with pytest.raises(ConfigError, match="key 'gate.inconclusive'"):
+        load_config(p)
