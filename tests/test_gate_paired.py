@@ -111,3 +111,21 @@ def test_gate_policy_keys_sit_beside_the_tolerances(tmp_path) -> None:  # type: 
     p.write_text('[tool.ragdive.gate]\ninconclusive = "maybe"\n')
     with pytest.raises(ConfigError, match="key 'gate.inconclusive'"):
         load_config(p)
+
+
+def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
+    from pytest_ragdive.gate_report import paired_lines
+    from pytest_ragdive.records import Verdict
+
+    run = [0.6] * (N - 2) + [1.0, 1.0]
+    convs = [conv(f"c{i:02d}", 0, [v]) for i, v in enumerate(run)]
+    convs[0].turns[0].verdicts["correctness"] = Verdict(value=0.0, reason="the answer names the wrong plan")
+    rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs, unstable_spread=0.3)
+    lines = paired_lines(rows, convs)
+    text = "\n".join(lines)
+    assert lines[0].startswith("core/correctness: regression, paired drop +0.1600")
+    assert "detects a drop of" in lines[0] and "too small for its tolerance, needs" in lines[0]
+    assert "unstable in the baseline runs (p90 - p10 above the threshold): 20: c00, c01" in text
+    assert "what got worse (share of the mean drop):" in text
+    assert "c00: drop +0.200 (6%): turn 1 'c00 q0' 0.60: the answer names the wrong plan" in text
+    assert paired_lines([r.model_copy(update={"paired": None}) for r in rows], convs) == []
