@@ -243,20 +243,27 @@ def pair(baseline: Table, current: Table, direction: str) -> Pairing:
 def bootstrap(drops: Sequence[float], weights: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
     """The weighted mean drop over ``n_boot`` resamples of whole conversations
     (a cluster bootstrap), sorted. Fixed seed, clusters in the given order."""
+    return bootstrap_many([drops], weights, n_boot, seed)[0]
+
+
+def bootstrap_many(
+    drops: Sequence[Sequence[float]], weights: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED
+) -> list[np.ndarray]:
+    """:func:`bootstrap` of several drop vectors over the same conversations
+    and weights, with the same resamples (one pass)."""
     import numpy as np
 
-    d = np.asarray(drops, dtype=float)
     w = np.asarray(weights, dtype=float)
-    n = len(d)
+    wd = np.asarray(drops, dtype=float) * w  # (metrics, n)
+    n = len(w)
     rng = np.random.default_rng(seed)
-    wd = w * d
-    out = np.empty(n_boot)
+    out = np.empty((len(wd), n_boot))
     for start in range(0, n_boot, _CHUNK):
         size = min(_CHUNK, n_boot - start)
         idx = rng.integers(0, n, size=(size, n))
-        out[start : start + size] = wd[idx].sum(axis=1) / w[idx].sum(axis=1)
-    out.sort()
-    return out
+        out[:, start : start + size] = wd[:, idx].sum(axis=2) / w[idx].sum(axis=1)
+    out.sort(axis=1)
+    return list(out)
 
 
 def holm(pvalues: dict[str, float], alpha: float) -> dict[str, tuple[bool, float]]:
@@ -294,16 +301,19 @@ def paired_tests(
 
     boots: dict[str, np.ndarray] = {}
     stats: dict[str, tuple[float, float, float]] = {}  # drop, p, upper
+    groups: dict[tuple[tuple[str, ...], tuple[float, ...]], list[str]] = defaultdict(list)
     for name, p in pairings.items():
         drop = p.drop
         if drop is None:
             continue
         if p.noise_free:
             stats[name] = (drop, 0.0 if drop > EPS else 1.0, drop)
-            continue
-        b = bootstrap(p.drops, p.weights, n_boot, seed)
-        boots[name] = b
-        stats[name] = (drop, float(np.mean(b <= EPS)), float(np.quantile(b, 1 - alpha)))
+        else:
+            groups[(tuple(p.ids), tuple(p.weights))].append(name)
+    for (_, weights), names in groups.items():  # metrics over the same conversations share resamples
+        for name, b in zip(names, bootstrap_many([pairings[k].drops for k in names], weights, n_boot, seed), strict=True):
+            boots[name] = b
+            stats[name] = (pairings[name].drop or 0.0, float(np.mean(b <= EPS)), float(np.quantile(b, 1 - alpha)))
     # a noise-free difference is known exactly and can raise no false alarm:
     # it is decided alone, and the family Holm corrects is the noisy metrics
     decided = holm({k: v[1] for k, v in stats.items() if k in boots}, alpha)
@@ -338,12 +348,12 @@ def _z(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def noise_se(baseline: Table, current_runs: int = 1) -> float | None:
-    """Standard error of the paired mean drop of a healthy run with
-    ``current_runs`` runs, from each conversation's spread over the baseline
-    runs: ``sqrt(sum w_i^2 s_i^2 (1/k + 1/R_i)) / sum w_i``. None when no
-    conversation has two baseline runs (the noise is unknown)."""
-    num, wsum, known = 0.0, 0.0, False
+def _noise_sums(baseline: Table) -> tuple[float, float, float] | None:
+    """``(sum w_i^2 s_i^2, sum w_i^2 s_i^2 / R_i, sum w_i)`` over the baseline's
+    conversations (``s_i^2``: the sample variance over its ``R_i`` runs);
+    None when no conversation has two runs (the noise is unknown)."""
+    s1 = s2 = wsum = 0.0
+    known = False
     for vals in baseline.values():
         if not vals:
             continue
@@ -352,34 +362,46 @@ def noise_se(baseline: Table, current_runs: int = 1) -> float | None:
         if len(vals) < 2:
             continue
         known = True
-        s2 = sum((v.value - m) ** 2 for v in vals) / (len(vals) - 1)
-        num += w * w * s2 * (1 / current_runs + 1 / len(vals))
-    return math.sqrt(num) / wsum if known and wsum > 0 else None
+        v = w * w * sum((x.value - m) ** 2 for x in vals) / (len(vals) - 1)
+        s1 += v
+        s2 += v / len(vals)
+    return (s1, s2, wsum) if known and wsum > 0 else None
+
+
+def noise_se(baseline: Table, current_runs: int = 1) -> float | None:
+    """Standard error of the paired mean drop of a healthy run with
+    ``current_runs`` runs, from each conversation's spread over the baseline
+    runs: ``sqrt(sum w_i^2 s_i^2 (1/k + 1/R_i)) / sum w_i``. None when no
+    conversation has two baseline runs."""
+    sums = _noise_sums(baseline)
+    if sums is None:
+        return None
+    s1, s2, w = sums
+    return math.sqrt(s1 / current_runs + s2) / w
 
 
 def power(baseline: Table, tolerance: float, alpha: float, metrics: int = 1, target: float = POWER) -> Power:
     """The minimum detectable regression at ``target`` power of a one-run
     paired test at Holm's strictest level ``alpha / metrics``, and, when it
     exceeds ``tolerance``, the conversations (at one run) or runs (with these
-    conversations) that would bring it down to the tolerance."""
+    conversations, at most 50) that would bring it down to the tolerance."""
     n = sum(1 for v in baseline.values() if v)
     runs = max((len(v) for v in baseline.values()), default=0)
-    se = noise_se(baseline)
-    if se is None:
+    sums = _noise_sums(baseline)
+    if sums is None:
         return Power(mdr=None, se=None, conversations=n, baseline_runs=runs)
+    s1, s2, w = sums
     k = _z(1 - alpha / max(metrics, 1)) + _z(target)
-    mdr = k * se
-    out = Power(mdr=mdr, se=se, conversations=n, baseline_runs=runs)
-    if mdr <= tolerance + EPS:
+    se = math.sqrt(s1 + s2) / w
+    out = Power(mdr=k * se, se=se, conversations=n, baseline_runs=runs)
+    if k * se <= tolerance + EPS:
         return out
     out.too_small = True
     if tolerance > 0:
-        out.conversations_needed = math.ceil(n * (mdr / tolerance) ** 2)
-        for r in range(2, 51):
-            s = noise_se(baseline, current_runs=r)
-            if s is not None and k * s <= tolerance + EPS:
-                out.runs_needed = r
-                break
+        out.conversations_needed = math.ceil(n * (k * se / tolerance) ** 2)
+        room = (tolerance * w / k) ** 2 - s2  # what the PR runs' noise s1 / r may use
+        if room > 0 and (r := max(2, math.ceil(s1 / room - EPS))) <= 50:
+            out.runs_needed = r
     return out
 
 
