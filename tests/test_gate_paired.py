@@ -129,3 +129,25 @@ def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
     assert "what got worse (share of the mean drop):" in text
     assert "c00: drop +0.200 (6%): turn 1 'c00 q0' 0.60: the answer names the wrong plan" in text
     assert paired_lines([r.model_copy(update={"paired": None}) for r in rows], convs) == []
+
+
+def test_rerun_plans_repeat_the_conversations_that_ran_with_later_run_numbers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from pytest_ragdive.config import load_config
+    from pytest_ragdive.rerun import rerun_plans, suites_to_rerun
+
+    (tmp_path / "core.jsonl").write_text("\n".join(json.dumps({"question_id": q, "question": q + "?", "expected_answer": "x"}) for q in "abc"))
+    (tmp_path / "ext.jsonl").write_text(json.dumps({"question_id": "z", "question": "z?", "expected_answer": "x"}))
+    p = tmp_path / "pyproject.toml"
+    p.write_text('[tool.ragdive]\nruns = 2\n[tool.ragdive.suites.core]\nsingle_turn = ["core.jsonl"]\n'
+                 '[tool.ragdive.suites.extended]\nsingle_turn = ["ext.jsonl"]\n')
+    cfg = load_config(p)
+    ran = [conv(q, r, [1.0]) for q in "ab" for r in range(2)]  # "c" was deselected
+    plans = rerun_plans(cfg, ["core"], 1, ran, llm_enabled=False)
+    assert sorted((pl.conv_id, pl.run) for pl in plans) == [("a", 2), ("a", 3), ("b", 2), ("b", 3)]
+    assert sorted((pl.conv_id, pl.run) for pl in rerun_plans(cfg, ["core"], 2, ran, False)) == [("a", 4), ("a", 5), ("b", 4), ("b", 5)]
+    first = [0.6] * 12 + [1.0] * 8
+    row = gate(baseline_noisy(), [first])
+    assert suites_to_rerun([row, row.model_copy(update={"suite": "extended", "verdict": "pass"})]) == ["core"]
+    assert suites_to_rerun([gate(baseline_noisy(), [first], look=2)]) == []
