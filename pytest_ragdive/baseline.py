@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .config import SUITE_NAMES
+from .config import SUITE_NAME_RE
 from .errors import BaselineError, one_line
 from .metrics.registry import ARROW, METRICS
 from .paired import (
@@ -158,8 +158,8 @@ def load_baseline(path: Path) -> Baseline:
     except (OSError, ValueError) as e:
         raise BaselineError(f"ragdive baseline {path} cannot be read: {str(e).splitlines()[0]}") from None
     for suite, metrics in bl.suites.items():
-        if suite not in SUITE_NAMES:
-            raise BaselineError(f"ragdive baseline {path} is invalid: suites.{suite}: unknown suite (expected one of {', '.join(SUITE_NAMES)})")
+        if not SUITE_NAME_RE.match(suite) or suite == "all":
+            raise BaselineError(f"ragdive baseline {path} is invalid: suites.{suite}: not a suite name (a letter, then letters, digits or '_')")
         for name, bm in metrics.items():
             key = f"suites.{suite}.{name}"
             if name not in METRICS:

@@ -33,6 +33,7 @@ class RunFacts(BaseModel):
     llm: LLMStats | None = None
     backend: str = "offline"
     judge_models: dict[str, str] = Field(default_factory=dict)
+    reruns: int = 0  # reruns of inconclusive suites so far (the gate's look)
 
 
 def conclude(
@@ -45,7 +46,7 @@ def conclude(
     ``cfg.update_baseline``, the existing file's content (suites this run does
     not cover keep their stored values), or None."""
     from .aggregate import aggregate
-    from .baseline import build_baseline, check
+    from .baseline import baseline_note, build_baseline, check
 
     convs = sorted(conversations, key=lambda c: (c.suite, c.run, c.id))
     notes = list(facts.notes)
@@ -101,7 +102,7 @@ def conclude(
             existing = baseline if baseline is not None and baseline.backend == facts.backend else None
             out.baseline = build_baseline(
                 suites, cfg.gate, config_hash=info.config_hash, backend=facts.backend,
-                judge_models=info.judge_models, plugin_version=__version__, existing=existing,
+                judge_models=info.judge_models, plugin_version=__version__, existing=existing, convs=convs,
             )
             out.status = GateStatus.BASELINE_WRITTEN
             for suite, res in suites.items():
@@ -112,12 +113,24 @@ def conclude(
                         "gating against this baseline will fail until they do or you remove them from the gate"
                     )
     elif baseline is not None:
-        rows = check(suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites})
+        policy = cfg.gate_policy
+        rows = check(
+            suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites}, convs=convs, method=policy.method,
+            on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
+            unstable_spread=policy.unstable_spread,
+        )
+        note = baseline_note(baseline, cfg.baseline or "", policy.method)
+        if note and rows:
+            notes.append(note)
         if not rows:
             out.status = GateStatus.NOTHING_RAN  # never "passed" on nothing
         else:
             out.gate = rows
-            out.status = GateStatus.FAILED if any(r.failed for r in rows) else GateStatus.PASSED
+            out.status = (
+                GateStatus.FAILED if any(r.failed for r in rows)
+                else GateStatus.INCONCLUSIVE if any(r.verdict == "inconclusive" for r in rows)  # gate.inconclusive = "pass"
+                else GateStatus.PASSED
+            )
     if facts.fatal and out.status is not GateStatus.BASELINE_REFUSED:
         out.status = GateStatus.FAILED
     out.notes = notes

@@ -88,11 +88,16 @@ class _Concluding:
             completed = not session.shouldstop and not session.shouldfail
             return result
         finally:
-            self.sess.close()
-            if not session.config.option.collectonly:
-                outcome = self.sess.conclude(completed)
-                if outcome.failed:
-                    session.testsfailed += 1
+            if not completed:
+                self.sess.close()  # stop what is still in flight before deciding
+            try:
+                if not session.config.option.collectonly:
+                    # a completed run keeps the pipeline open: an inconclusive gate may rerun suites on it
+                    outcome = self.sess.conclude(completed)
+                    if outcome.failed:
+                        session.testsfailed += 1
+            finally:
+                self.sess.close()
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.close()

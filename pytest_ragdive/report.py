@@ -41,14 +41,31 @@ def metrics_lines(results: dict[str, SuiteResult]) -> list[str]:
     return _table(["suite", "metric", "value", "95% CI", "n"], rows) + sharded_lines(results)
 
 
+def _detectable(r: GateRow) -> str:
+    """The smallest drop the paired test detects at 80% power ("-": band only)."""
+    return "-" if r.power is None else _f(r.power.mdr) + ("!" if r.power.too_small else "")
+
+
 def gate_lines(rows: list[GateRow]) -> list[str]:
     body = []
     for r in rows:
         verdict = r.verdict.upper() if r.failed else r.verdict
         body.append(
-            [r.suite, f"{r.metric} {ARROW[r.direction]}", r.band_text, f"{r.tolerance:g}", _f(r.current), r.delta_text, verdict]
+            [r.suite, f"{r.metric} {ARROW[r.direction]}", r.band_text, f"{r.tolerance:g}", _detectable(r), _f(r.current),
+             r.delta_text, verdict]
         )
-    return _table(["suite", "metric", "baseline band", "tol", "current", "delta", "verdict"], body)
+    return _table(["suite", "metric", "baseline band", "tol", "detectable", "current", "delta", "verdict"], body)
+
+
+def paired_block(outcome: RunOutcome) -> list[str]:
+    """The paired test's evidence, power, unstable and worsened conversations."""
+    from .gate_report import paired_lines
+
+    lines = paired_lines(outcome.gate or [], outcome.conversations)
+    if not lines:
+        return []
+    return ["paired test (each conversation against its baseline runs; detectable = smallest drop seen at 80% power, "
+            "! = larger than the tolerance):", *["  " + t for t in lines]]
 
 
 def _badness(value: float | None, higher: bool) -> float:
@@ -127,8 +144,10 @@ def status_text(outcome: RunOutcome) -> str:
     rows = outcome.gate or []
     bad = outcome.regressions()
     st = outcome.status
+    undecided = [r for r in rows if r.verdict == "inconclusive"]
     if st is GateStatus.FAILED and rows and bad:
-        return f"ragdive gate FAILED: {len(bad)} of {len(rows)} gated metric(s) out of band"
+        more = f" ({len(undecided)} of them inconclusive: the evidence could not tell)" if undecided else ""
+        return f"ragdive gate FAILED: {len(bad)} of {len(rows)} gated metric(s) out of band{more}"
     if st is GateStatus.FAILED:
         return "ragdive run FAILED: " + ("; ".join(outcome.fatal) if outcome.fatal else "see the notes")
     if st is GateStatus.PASSED:
@@ -145,7 +164,8 @@ def status_text(outcome: RunOutcome) -> str:
     if st is GateStatus.SHARD:
         return f"ragdive shard {outcome.info.shard}: results written; the gate command decides"
     if st is GateStatus.INCONCLUSIVE:
-        return "ragdive gate INCONCLUSIVE"
+        return (f"ragdive gate INCONCLUSIVE: {len(undecided)} of {len(rows)} gated metric(s) undecided, "
+                "not failing (gate.inconclusive = 'pass')")
     return "no baseline given: metrics shown, nothing gated (use --ragdive-baseline=PATH)"
 
 
@@ -158,12 +178,18 @@ def summary_md(outcome: RunOutcome) -> str:
         verdict = "PASSED" if outcome.status is GateStatus.PASSED else outcome.status.value.upper().replace("_", " ")
         lines.append(f"**{verdict}**: {len(failed)} of {len(gate)} gated metrics out of band.")
         lines.append("")
-        lines.append("| suite | metric | baseline band | tol | current | delta | verdict |")
-        lines.append("|---|---|---|---|---|---|---|")
+        lines.append("| suite | metric | baseline band | tol | detectable | current | delta | verdict |")
+        lines.append("|---|---|---|---|---|---|---|---|")
         for r in gate:
             mark = "❌ " if r.failed else ("⬆ " if r.verdict == "improvement" else "")
-            lines.append(f"| {r.suite} | {r.metric} | {r.band_text} | {r.tolerance:g} | {_f(r.current)} | {r.delta_text} | {mark}{r.verdict} |")
+            lines.append(
+                f"| {r.suite} | {r.metric} | {r.band_text} | {r.tolerance:g} | {_detectable(r)} | {_f(r.current)} "
+                f"| {r.delta_text} | {mark}{r.verdict} |"
+            )
         lines.append("")
+        paired = paired_block(outcome)
+        if paired:
+            lines += ["## Paired test", "", "```text", *paired, "```", ""]
         for r in failed:
             bad = failing_conversations([c for c in convs if c.suite == r.suite], r.metric)
             if bad:
@@ -300,6 +326,8 @@ def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> li
             add("improvements (consider --ragdive-update-baseline):")
             for r in better:
                 add("  " + r.line())
+        for t in paired_block(outcome):
+            add(t)
     elif st is not GateStatus.BASELINE_WRITTEN or outcome.baseline_path is None:
         add("")
         add(status_text(outcome), "bad" if st.fails else "plain")

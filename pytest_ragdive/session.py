@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -23,6 +23,9 @@ from .pipeline import Pipeline
 from .planning import Plan, plan_all
 from .records import Baseline, Conversation, Document
 from .target import AsyncTarget, TargetError, as_async, load_target
+
+if TYPE_CHECKING:
+    from .conclude import RunFacts
 
 SESSION_KEY = pytest.StashKey["RagdiveSession"]()
 
@@ -227,9 +230,52 @@ class RagdiveSession:
             judge_models=self.judge_models(),
         )
         outcome = conclude(list(self.collected.values()), self.cfg, baseline, facts)
+        if completed and not self.cfg.update_baseline:
+            outcome = self._rerun_inconclusive(outcome, baseline, facts)
         self.written = publish(outcome, self.cfg, self._generated_documents)
         self.outcome = outcome
         return outcome
+
+    def _rerun_inconclusive(self, outcome: RunOutcome, baseline: Baseline | None, facts: RunFacts) -> RunOutcome:
+        """``gate.inconclusive = "rerun"``: run the suites whose gate is
+        inconclusive again (only those; cached calls are free) and decide on
+        every run pooled, until decided or ``max_reruns`` reruns were made."""
+        from .conclude import conclude
+        from .rerun import rerun_plans, run_plans, suites_to_rerun
+
+        while outcome.gate and (suites := suites_to_rerun(outcome.gate)) and not self.fatal:
+            target = self._rerun_target()
+            if target is None:
+                facts.notes.append(
+                    f"the gate of suite(s) {', '.join(suites)} is inconclusive, but this process cannot rerun them "
+                    "(under pytest-xdist the controller needs target = 'module:attribute' in the config: the "
+                    "ragdive_target fixture lives in the workers); decided on the runs made"
+                )
+                facts.reruns = self.cfg.max_reruns
+            else:
+                look = facts.reruns + 1
+                plans = rerun_plans(self.cfg, suites, look, self.collected.values(), self.cfg.llm_enabled())
+                for conv in run_plans(self.pipeline, plans, target):
+                    self.collected[conv.key] = conv
+                facts.planned += len(plans)
+                facts.reruns = look
+                facts.notes.append(
+                    f"rerun {look} of at most {self.cfg.max_reruns}: the gate of suite(s) {', '.join(suites)} was "
+                    f"inconclusive; ran their {len(plans)} conversation(s) again and pooled every run"
+                )
+            facts.fatal = list(self.fatal)
+            facts.llm = self.merged_llm_stats()
+            outcome = conclude(list(self.collected.values()), self.cfg, baseline, facts)
+        return outcome
+
+    def _rerun_target(self) -> AsyncTarget | None:
+        """The target for reruns: the one the items used, else the config's."""
+        if self._target is None and self.cfg.target:
+            try:
+                self._target = as_async(self.default_target())
+            except TargetError:
+                return None
+        return self._target
 
     def _existing_baseline(self) -> Baseline | None:
         """The baseline file an update replaces (its other suites are kept)."""

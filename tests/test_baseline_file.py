@@ -76,7 +76,7 @@ BAD = [
     ("bool", lambda d: d["suites"]["core"]["correctness"].update(mean=True), "suites.core.correctness.mean"),
     ("version", lambda d: d.update(format_version=3), "unknown format_version 3"),
     ("metric", lambda d: d["suites"]["core"].update(helpfulness=d["suites"]["core"]["correctness"]), "suites.core.helpfulness: unknown metric"),
-    ("suite", lambda d: d["suites"].update(nightly=d["suites"]["core"]), "suites.nightly: unknown suite"),
+    ("suite", lambda d: d["suites"].update({"night ly": d["suites"]["core"]}), "suites.night ly: not a suite name"),
     ("direction", lambda d: d["suites"]["core"]["correctness"].update(direction="lower"), "suites.core.correctness.direction"),
     ("conv NaN", lambda d: d["suites"]["core"]["correctness"]["conversations"].update(x=[[float("nan"), 1]]), "conversations.x.0.0"),
     ("conv runs", lambda d: d["suites"]["core"]["correctness"]["conversations"].update(x=[[1.0, 1], [1.0, 1]]), "2 run value(s)"),

@@ -45,11 +45,12 @@ def test_regression_fails_session_and_names_metric(toy: pytest.Pytester, monkeyp
 def test_within_band_passes_with_tolerance(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline").assert_outcomes(passed=5)
     data = json.loads((toy.path / "b.json").read_text())
-    # pretend the baseline was a little better than today, but within tolerance
-    data["suites"]["core"]["correctness"].update(min=1.04, max=1.04, mean=1.04)
+    # pretend the baseline was a little better than today, but within tolerance (band alone:
+    # the stored per-conversation values would contradict the edited band)
+    data["suites"]["core"]["correctness"].update(min=1.04, max=1.04, mean=1.04, conversations=None)
     (toy.path / "b.json").write_text(json.dumps(data))
     assert toy.runpytest("--ragdive-baseline=b.json").ret == 0
-    data["suites"]["core"]["correctness"].update(min=1.06, max=1.06, mean=1.06)
+    data["suites"]["core"]["correctness"].update(min=1.06, max=1.06, mean=1.06, conversations=None)
     (toy.path / "b.json").write_text(json.dumps(data))
     res = toy.runpytest("--ragdive-baseline=b.json")
     assert res.ret == 1
