@@ -101,10 +101,9 @@ class GateRow(BaseModel):
         p = self.paired
         if p is None:
             return ""
-        conf = 1 - p.level
         text = (
             f"paired drop {round(p.drop, 4) + 0.0:+.4f} over {p.n} conversation(s) x {self.runs} run(s), "
-            f"one-sided bounds [{p.low:+.4f} at {conf:.1%}, {p.high:+.4f}]"
+            f"one-sided bounds {p.low:+.4f} ({1 - p.level:.1%}) to {p.high:+.4f} ({1 - p.alpha:.1%})"
         )
         if self.band_verdict is not None and self.band_verdict != self.verdict:
             text += f", band alone: {self.band_verdict}"
@@ -268,15 +267,17 @@ def check(
             row.look, row.looks, row.on_inconclusive = look, looks, on_inconclusive
             mine.append(row)
         if method == "band+paired" and all_convs:
-            _paired(mine, stored, [c for c in all_convs if c.suite == suite], alpha_for_look(looks - 1), unstable_spread)
+            ours = [c for c in all_convs if c.suite == suite]
+            paired_rows(mine, stored, {m: table(ours, m) for m in gate}, alpha_for_look(looks - 1), unstable_spread)
         rows += mine
     return rows
 
 
-def _paired(
-    rows: list[GateRow], stored: dict[str, BaselineMetric], convs: list[Conversation], alpha: float, unstable_spread: float
+def paired_rows(
+    rows: list[GateRow], stored: dict[str, BaselineMetric], current: dict[str, Table], alpha: float, unstable_spread: float
 ) -> None:
-    """Add the paired test to a suite's rows (in place)."""
+    """Add the paired test to one suite's band rows (in place), from this
+    session's per-conversation values of each metric (``current``)."""
     bases: dict[str, Table] = {}
     pairings = {}
     for r in rows:
@@ -284,7 +285,7 @@ def _paired(
         if r.metric in UNPAIRED or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
             continue
         base = bases[r.metric] = baseline_table(bm)
-        cur = table(convs, r.metric)
+        cur = current.get(r.metric, {})
         p = pair(base, cur, r.direction)
         r.method, r.new, r.missing = "band+paired", p.new, p.missing
         r.runs = max((len(v) for v in cur.values()), default=1)
@@ -296,7 +297,8 @@ def _paired(
         if res is None:
             continue
         r.paired, r.band_verdict = res, r.verdict
-        r.verdict = decide(r.verdict, res.significant, res.within, res.drop, r.tolerance)  # type: ignore[arg-type]
+        more = r.on_inconclusive == "rerun" and r.look + 1 < r.looks
+        r.verdict = decide(r.verdict, res.significant, res.within, res.drop, r.tolerance, more)  # type: ignore[arg-type]
         r.power = power(bases[r.metric], r.tolerance, alpha, metrics=max(1, sum(not t.noise_free for t in tested.values())))
         r.unstable = unstable(spread(bases[r.metric]), unstable_spread)
         r.worse = worse(pairings[r.metric])

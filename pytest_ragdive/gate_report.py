@@ -55,7 +55,8 @@ def paired_lines(rows: Iterable[GateRow], convs: Iterable[Conversation], limit: 
     for r in rows:
         if r.paired is None:
             continue
-        lines.append(f"{r.suite}/{r.metric}: {r.verdict}, {r.paired_text}; {r.power_text}")
+        paired, pw = r.paired_text, r.power_text
+        lines.append(f"{r.suite}/{r.metric}: {r.verdict}, {paired}" + ("" if pw in paired else f"; {pw}"))
         if r.new or r.missing:
             parts = []
             if r.new:

@@ -35,20 +35,27 @@ metric's bad side (``baseline - current`` for higher-is-better metrics,
 
 4. **Verdict**:
 
-   ============  ==================  ==============================
-   band          paired              verdict
-   ============  ==================  ==============================
-   improvement   any                 improvement (passes)
-   any           within              pass
-   out           significant         regression
-   out           not significant     inconclusive
-   in            significant         inconclusive
-   in            not significant     pass
-   ============  ==================  ==============================
+   ============  ===================================  ============
+   band          paired                               verdict
+   ============  ===================================  ============
+   improvement   any                                  improvement
+   any           within                               pass
+   out           significant                          regression
+   out           not significant                      inconclusive
+   in            significant                          inconclusive
+   in            not significant, ``D > tol``,        inconclusive
+                 and a rerun is still to come
+   in            not significant (otherwise)          pass
+   ============  ===================================  ============
 
    An inconclusive verdict follows ``gate.inconclusive``: ``fail``, ``pass``,
    or ``rerun`` (default): run the suite again, pool every run per
    conversation, decide again; inconclusive after the last look fails.
+   The row "``D > tol`` and a rerun is still to come" asks for more runs
+   when the estimate is past the tolerance but the evidence is weak; at the
+   last look (and with ``fail``/``pass``, whose only look is the last) the
+   band's pass stands, so that a suite too small for its tolerance does not
+   fail a healthy chatbot.
 
 Why it has the properties the gate promises:
 
@@ -56,8 +63,9 @@ Why it has the properties the gate promises:
   significant drop, and the significance tests over all looks and metrics
   spend at most ``ALPHA`` between them (Holm, the even split over looks).
   The only other way to fail is to stay inconclusive to the last look with
-  the pooled value out of the band, which the band itself makes rare; the
-  benchmark (``benchmarks/bench_gate.py``) measures the total.
+  the pooled value out of the band and no significant drop, which the band
+  itself makes rare; the benchmark (``benchmarks/bench_gate.py``) measures
+  the total.
 - *A drop of the tolerance's size is caught at least 80% of the time once
   the suite is large enough*: at a drop ``>= tol`` the *within* test passes
   at most ``a`` of the time; everything else is a regression or an
@@ -148,7 +156,8 @@ class PairedResult(BaseModel):
     low: float
     high: float
     p_drop: float
-    level: float
+    level: float  # the level of the lower bound (Holm's for this metric)
+    alpha: float  # the level of the upper bound (this look's)
     significant: bool
     within: bool
     noise_free: bool
@@ -323,22 +332,25 @@ def paired_tests(
         significant, level = decided[name]
         low = float(np.quantile(boots[name], level)) if name in boots else drop
         out[name] = PairedResult(
-            n=pairings[name].n, drop=drop, low=low, high=upper, p_drop=p_drop, level=level,
+            n=pairings[name].n, drop=drop, low=low, high=upper, p_drop=p_drop, level=level, alpha=alpha,
             significant=significant, within=upper <= tolerances.get(name, 0.0) + EPS,
             noise_free=pairings[name].noise_free,
         )
     return out
 
 
-def decide(band: BandVerdict, significant: bool, within: bool, drop: float, tolerance: float) -> PairedVerdict:
-    """The verdict table of the module docstring."""
+def decide(
+    band: BandVerdict, significant: bool, within: bool, drop: float, tolerance: float, more_looks: bool = False
+) -> PairedVerdict:
+    """The verdict table of the module docstring; ``more_looks``: a rerun is
+    still to come after this look."""
     if band == "improvement":
         return "improvement"
     if within:
         return "pass"
     if band == "regression":
         return "regression" if significant else "inconclusive"
-    return "inconclusive" if significant or drop > tolerance + EPS else "pass"
+    return "inconclusive" if significant or (more_looks and drop > tolerance + EPS) else "pass"
 
 
 # -- power, spread, what got worse ---------------------------------------------
