@@ -52,9 +52,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_ragdive.baseline import GateRow, gate_row, paired_rows  # noqa: E402
+from pytest_ragdive.baseline import GateRow, baseline_table, gate_row, paired_rows  # noqa: E402
 from pytest_ragdive.metrics.registry import METRICS  # noqa: E402
-from pytest_ragdive.paired import ConvValue, Table, alpha_for_look  # noqa: E402
+from pytest_ragdive.paired import ConvValue, Table, alpha_for_look, power  # noqa: E402
 from pytest_ragdive.records import BaselineMetric  # noqa: E402
 
 GATE = {"correctness": 0.03, "faithfulness": 0.03, "forgetfulness": 0.05}
@@ -160,13 +160,14 @@ CASES: list[tuple[str, str | None, float]] = [
 ]
 
 
-def cell(args: tuple[str, int, str, str | None, float, int, int]) -> tuple[str, str, str, float, float, float]:
+def cell(args: tuple[str, int, str, str | None, float, int, int]) -> tuple[str, str, float, float, float, float | None]:
     suite, runs, label, metric, d, trials, seed = args
     s = shape(suite)
     healthy = Bot.healthy(s)
     bot = healthy.changed(metric, d)
     rng = np.random.default_rng(seed)
     band = paired = looks = 0
+    mdrs = []
     for _ in range(trials):
         base = [healthy.run(s, rng) for _ in range(runs)]  # a fresh baseline each trial: its own noise counts too
         stored = {m: record(base, m) for m in GATE}
@@ -174,7 +175,9 @@ def cell(args: tuple[str, int, str, str | None, float, int, int]) -> tuple[str, 
         flagged, n = decide(stored, bot, s, "band+paired", rng)
         paired += flagged
         looks += n
-    return suite, label, f"{runs}", band / trials, paired / trials, looks / trials
+        if metric is not None:  # the plugin's own power figure for the changed metric, as the report prints it
+            mdrs.append(power(baseline_table(stored[metric]), GATE[metric], alpha_for_look(MAX_RERUNS), metrics=len(GATE)).mdr or 0.0)
+    return suite, label, band / trials, paired / trials, looks / trials, float(np.mean(mdrs)) if mdrs else None
 
 
 def main() -> None:
@@ -196,10 +199,10 @@ def main() -> None:
         s = shape(suite)
         print(f"\n{suite}: {len(s.ids)} conversations, {int(s.turns.sum())} turns; baseline {a.runs} runs; {a.trials} PRs per row")
     print()
-    print("| suite | change | band: flagged | band+paired: flagged | band+paired: runs per PR |")
-    print("|---|---|---|---|---|")
-    for suite, label, _runs, band, paired, looks in rows:
-        print(f"| {suite} | {label} | {band:.1%} | {paired:.1%} | {looks:.2f} |")
+    print("| suite | change | band: flagged | band+paired: flagged | band+paired: runs per PR | detectable drop (report) |")
+    print("|---|---|---|---|---|---|")
+    for suite, label, band, paired, looks, mdr in rows:
+        print(f"| {suite} | {label} | {band:.1%} | {paired:.1%} | {looks:.2f} | {'-' if mdr is None else f'{mdr:.3f}'} |")
     print(f"\n({time.perf_counter() - t0:.0f} s; tolerances: correctness, faithfulness 0.03; forgetfulness 0.05)")
 
 
