@@ -50,6 +50,11 @@ OnInconclusive = Literal["fail", "pass", "rerun"]
 UNPAIRED = ("safety_pass_rate",)  # zero tolerance, no statistics
 
 
+def _pairable(metric: str) -> bool:
+    """Safety has no statistics; suite-level metrics (the sharded diagnosis) have no per-conversation value."""
+    return metric not in UNPAIRED and metric in METRICS and METRICS[metric].level != "suite"
+
+
 class GateRow(BaseModel):
     suite: str
     metric: str
@@ -282,7 +287,7 @@ def paired_rows(
     pairings = {}
     for r in rows:
         bm = stored.get(r.metric)
-        if r.metric in UNPAIRED or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
+        if not _pairable(r.metric) or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
             continue
         base = bases[r.metric] = baseline_table(bm)
         cur = current.get(r.metric, {})
@@ -331,7 +336,7 @@ def build_baseline(
             if not vals:
                 continue
             arr = np.asarray(vals, dtype=float)
-            paired = bool(mine) and name in gate and name not in UNPAIRED
+            paired = bool(mine) and name in gate and _pairable(name)
             # full precision: a rounded min/max would put an unchanged rerun
             # outside a zero-tolerance band
             metrics[name] = BaselineMetric(

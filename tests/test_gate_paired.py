@@ -21,7 +21,7 @@ def baseline_noisy() -> Baseline:
 def gate(bl: Baseline, values: list[list[float]], **kw: object) -> GateRow:
     """values: per run of this session, each conversation's correctness."""
     convs = [conv(f"c{i:02d}", r, [v]) for r, run in enumerate(values) for i, v in enumerate(run)]
-    rows = check({"core": aggregate("core", convs, n_boot=10)}, bl, GATE, convs, **kw)  # type: ignore[arg-type]
+    rows = check({"core": aggregate("core", convs, n_boot=10)}, bl, GATE, convs=convs, **kw)  # type: ignore[arg-type]
     return next(r for r in rows if r.metric == "correctness")
 
 
@@ -72,7 +72,7 @@ def test_band_method_and_safety_keep_todays_gate() -> None:
     r = gate(baseline_noisy(), [[0.6] * 12 + [1.0] * 8], method="band")
     assert r.method == "band" and r.paired is None and r.verdict == "regression"
     convs = [conv(f"c{i:02d}", 0, [0.6]) for i in range(N)]
-    rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs)
+    rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs=convs)
     assert next(x for x in rows if x.metric == "safety_pass_rate").paired is None
 
 
@@ -120,7 +120,7 @@ def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
     run = [0.6] * (N - 2) + [1.0, 1.0]
     convs = [conv(f"c{i:02d}", 0, [v]) for i, v in enumerate(run)]
     convs[0].turns[0].verdicts["correctness"] = Verdict(value=0.0, reason="the answer names the wrong plan")
-    rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs, unstable_spread=0.3)
+    rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs=convs, unstable_spread=0.3)
     lines = paired_lines(rows, convs)
     text = "\n".join(lines)
     assert lines[0].startswith("core/correctness: regression, paired drop +0.1600")
