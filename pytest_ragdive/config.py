@@ -224,6 +224,7 @@ class RagdiveConfig(_Strict):
     max_cost: float | None = Field(None, ge=0)
     report_dir: str | None = None
     max_reruns: int = Field(2, ge=0, le=10)  # reruns of a suite whose gate is inconclusive
+    target_timeout_s: float = Field(120.0, gt=0)  # one call of the target (one turn)
     # file-only settings
     autorun: bool = False
     target: str | None = None

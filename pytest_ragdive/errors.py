@@ -67,6 +67,10 @@ class TargetError(Exception):
     """The target raised or returned something that is not a response."""
 
 
+class TargetTimeout(TargetError):
+    """The target did not answer one turn within ``target_timeout_s``."""
+
+
 class FatalRunError(Exception):
     """An error that ends the whole ragdive run, not one conversation: every
     other conversation would hit it too (no budget, replay-only cache miss,

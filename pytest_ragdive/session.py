@@ -162,7 +162,7 @@ class RagdiveSession:
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
         """Run (or fetch the prefetched run of) one planned conversation."""
         if self._target is None:
-            self._target = as_async(target)
+            self._target = as_async(target, self.cfg.target_timeout_s)
         atarget = self._target
         if item is not None and self.scheduler is not None:
             self.scheduler.schedule(self, item, atarget)

@@ -11,21 +11,30 @@ Optional keyword ``call_info``: a target that declares a parameter of that name
 a stable per-conversation-and-run ``seed``) whenever the caller knows them, so
 that a sampling chatbot can vary between ``--ragdive-runs`` and still repeat
 exactly. Other targets never see it.
+
+Every call goes through :func:`as_async`, which also enforces the per-turn
+timeout (``target_timeout_s``): a sync target runs in a daemon thread of its
+own, so a call that never returns is abandoned when it times out, and neither
+an interrupt nor the end of the process waits for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import importlib
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import TargetError
+from .errors import TargetError, TargetTimeout
 from .records import CallInfo, TargetResponse
 
 History = list[dict[str, str]]
+
+DEFAULT_TARGET_TIMEOUT_S = 120.0
 
 
 @runtime_checkable
@@ -75,11 +84,13 @@ def coerce_response(value: Any) -> TargetResponse:
     raise TargetError(f"target returned {type(value).__name__}, expected TargetResponse, dict or str")
 
 
-def as_async(target: Callable[..., Any]) -> AsyncTarget:
+def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGET_TIMEOUT_S) -> AsyncTarget:
     """Wrap a sync or async callable so the runner can await it.
 
-    Sync targets run in a worker thread so that several conversations
-    progress at once.
+    Sync targets run in a daemon thread (one per call) so that several
+    conversations progress at once and a call that hangs can be abandoned.
+    A call that takes longer than ``timeout_s`` (None: no limit) raises
+    :class:`~pytest_ragdive.errors.TargetTimeout`.
     """
     if not callable(target):
         raise TargetError(f"target {target!r} is not callable")
@@ -88,18 +99,65 @@ def as_async(target: Callable[..., Any]) -> AsyncTarget:
     )
     pass_info = wants_call_info(target)
 
+    async def once(history: History, kwargs: dict[str, Any]) -> Any:
+        try:
+            if is_async:
+                value = await target(history, **kwargs)
+            else:
+                value = await _in_daemon_thread(lambda: target(history, **kwargs))
+            if inspect.isawaitable(value):
+                value = await value
+        except (SystemExit, KeyboardInterrupt) as e:
+            # raised inside a task, these would stop the event loop itself
+            raise TargetError(f"the target raised {type(e).__name__}({e})") from e
+        return value
+
     async def call(messages: History, call_info: CallInfo | None = None) -> TargetResponse:
         history = [dict(m) for m in messages]
         kwargs = {"call_info": call_info} if pass_info and call_info is not None else {}
-        if is_async:
-            value = await target(history, **kwargs)
-        else:
-            value = await asyncio.to_thread(target, history, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
+        try:
+            value = await asyncio.wait_for(once(history, kwargs), timeout_s)
+        except TimeoutError:
+            raise TargetTimeout(
+                f"the target did not answer within {timeout_s:g} s (target_timeout_s; "
+                "raise it with --ragdive-target-timeout or in the config)"
+            ) from None
         return coerce_response(value)
 
     return call
+
+
+async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
+    """Run ``fn()`` in a new daemon thread and await its result.
+
+    Unlike ``asyncio.to_thread`` (the loop's executor, whose threads the
+    interpreter joins at exit), nothing ever waits for this thread: when the
+    awaiting task is cancelled or times out, the thread is left to finish or
+    hang on its own."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if fut.done():  # cancelled or timed out meanwhile
+            return
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+    def work() -> None:
+        try:
+            result: tuple[bool, Any] = (True, ctx.run(fn))
+        except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
+            result = (False, e)
+        try:
+            loop.call_soon_threadsafe(settle, *result)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=work, name="ragdive-target", daemon=True).start()
+    return await fut
 
 
 def load_target(spec: str) -> Callable[..., Any]:
