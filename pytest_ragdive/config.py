@@ -211,6 +211,46 @@ class GatePolicy(_Strict):
     unstable_spread: float = Field(0.5, ge=0, allow_inf_nan=False)
 
 
+class HttpTargetConfig(_Strict):
+    """A chatbot behind HTTP (``target = { url = "http://...", ... }``).
+
+    Each turn POSTs ``request`` (a JSON template; default
+    ``{"messages": "$messages"}``) where a string that is exactly ``$messages``
+    (the OpenAI-style history, new user message last), ``$history`` (the
+    messages before it) or ``$question`` (the new user message's text) is
+    replaced by that value. The JSON reply is mapped to the response by
+    dotted paths (``choices.0.message.content``); ``context_fields`` maps the
+    Context fields (id, text, doc_id, score) to paths inside each context
+    item (a context may also be a plain string: its text). Header values may
+    name environment variables as ``${NAME}``; headers are never logged,
+    hashed or reported."""
+
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict, exclude=True)
+    request: Any = None
+    answer: str = "answer"
+    contexts: str | None = "contexts"
+    citations: str | None = "citations"
+    context_fields: dict[str, str] = Field(default_factory=dict)
+    retries: int = Field(2, ge=0, le=10)  # on 429, 5xx and refused/reset connections
+    timeout_s: float | None = Field(None, gt=0)  # one HTTP request; default target_timeout_s
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// URL")
+        return v
+
+    @field_validator("context_fields")
+    @classmethod
+    def _context_fields(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - {"id", "text", "doc_id", "score"})
+        if unknown:
+            raise ValueError(f"unknown Context field(s) {', '.join(unknown)}, expected id, text, doc_id, score")
+        return v
+
+
 class RagdiveConfig(_Strict):
     # twins of the CLI options
     baseline: str | None = None
@@ -227,7 +267,7 @@ class RagdiveConfig(_Strict):
     target_timeout_s: float = Field(120.0, gt=0)  # one call of the target (one turn)
     # file-only settings
     autorun: bool = False
-    target: str | None = None
+    target: str | HttpTargetConfig | None = None
     corpus: str | None = None
     backend: Literal["auto", "offline", "llm"] = "auto"
     judge_backend: Literal["builtin", "ragas"] = "builtin"
@@ -254,10 +294,18 @@ class RagdiveConfig(_Strict):
         return data
 
     @field_validator("target")
+
+
+    @field_validator("target", mode="before")
     @classmethod
-    def _target_spec(cls, v: str | None) -> str | None:
-        if v is not None and (v.count(":") != 1 or not all(v.split(":"))):
-            raise ValueError("expected 'package.module:attribute'")
+    def _target_spec(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            try:
+                return HttpTargetConfig.model_validate(v)
+            except ValidationError as e:
+                raise ValueError(f"HTTP target: {one_line(e)}") from None
+        if isinstance(v, str) and (v.count(":") != 1 or not all(v.split(":"))):
+            raise ValueError("expected 'package.module:attribute' or a table with an HTTP url")
         return v
 
     @field_validator("gate")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from . import targets
 from .baseline import load_baseline
 from .config import RagdiveConfig, find_config_file, load_config
 from .errors import GoldenError, UsageError
@@ -22,7 +23,7 @@ from .outcome import RunOutcome
 from .pipeline import Pipeline
 from .planning import Plan, plan_all
 from .records import Baseline, Conversation, Document
-from .target import AsyncTarget, TargetError, as_async, load_target
+from .target import AsyncTarget, TargetError, as_async
 
 if TYPE_CHECKING:
     from .conclude import RunFacts
@@ -156,7 +157,7 @@ class RagdiveSession:
             )
         if self.cfg.base_dir not in sys.path:
             sys.path.insert(0, self.cfg.base_dir)
-        return load_target(self.cfg.target)
+        return targets.from_config(self.cfg.target, self.cfg.target_timeout_s)
 
     # -- running ------------------------------------------------------------
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
