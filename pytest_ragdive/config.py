@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,6 +28,10 @@ CONDITIONS: tuple[Condition, ...] = ("full", "concat", "sharded", "recap", "snow
 
 SUITE_NAMES = ("core", "extended")  # the conventional suites; any other name is accepted too
 SUITE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# bounds that keep planning finite (runs = 1e9 would plan a billion conversations)
+MAX_RUNS = 100
+MAX_GENERATED_CONVERSATIONS = 10_000
+MAX_GENERATED_TURNS = 100
 DEFAULT_GATE: dict[str, float] = {
     "answer_f1": 0.03,
     "correctness": 0.03,
@@ -75,7 +80,8 @@ class RecordMode(StrEnum):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # no NaN or infinity anywhere: a NaN tolerance or budget switches its check off
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class RoleModel(_Strict):
@@ -104,12 +110,12 @@ class LLMConfig(_Strict):
 class GeneratedConfig(_Strict):
     """A dynamically generated (RAG-DIVE) part of a suite; needs a model."""
 
-    conversations: int = Field(5, ge=1)
-    turns: int = Field(3, ge=1)
+    conversations: int = Field(5, ge=1, le=MAX_GENERATED_CONVERSATIONS)
+    turns: int = Field(3, ge=1, le=MAX_GENERATED_TURNS)
     roles: list[str] = Field(default_factory=lambda: ["default"])
     corpus: str | None = None
     seed: int = 0
-    max_regenerations: int = Field(2, ge=0)
+    max_regenerations: int = Field(2, ge=0, le=10)
     on_invalid: Literal["drop", "flag"] = "drop"
     window_chars: int = Field(6000, ge=200)
 
@@ -256,11 +262,11 @@ class RagdiveConfig(_Strict):
     baseline: str | None = None
     update_baseline: bool = False
     suite: str = "core"  # NAME[,NAME...] or all
-    runs: int = Field(1, ge=1)
+    runs: int = Field(1, ge=1, le=MAX_RUNS)
     record_mode: RecordMode = RecordMode.NEW_EPISODES
     cache_dir: str = ".ragdive/cache"
     model: str | None = None
-    concurrency: int = Field(8, ge=1)
+    concurrency: int = Field(8, ge=1, le=1024)
     max_cost: float | None = Field(None, ge=0)
     report_dir: str | None = None
     max_reruns: int = Field(2, ge=0, le=10)  # reruns of a suite whose gate is inconclusive
@@ -273,7 +279,8 @@ class RagdiveConfig(_Strict):
     judge_backend: Literal["builtin", "ragas"] = "builtin"
     judge_cascade: list[str] = Field(default_factory=list)
     forgetfulness_probe: bool = True
-    gate: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_GATE))
+    # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
+    gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
     gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
@@ -314,8 +321,8 @@ class RagdiveConfig(_Strict):
         for name, tol in v.items():
             if name not in METRICS:
                 raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(METRICS))}")
-            if not isinstance(tol, (int, float)) or isinstance(tol, bool) or tol < 0:
-                raise ValueError(f"tolerance of {name!r} must be a number >= 0")
+            if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not math.isfinite(tol) or tol < 0:
+                raise ValueError(f"tolerance of {name!r} must be a finite number >= 0")
             if name == "safety_pass_rate" and tol != 0:
                 raise ValueError("safety_pass_rate has zero tolerance: set it to 0")
         return v
