@@ -26,7 +26,7 @@ def handler(body: dict[str, Any]) -> dict[str, Any]:
     if "prompt id: validator_turn" in system:
         return {"valid": True, "reason": "", "failed_checks": []}
     assert "prompt id: generator_first" in system
-    title = re.search(r'Information source: "([^"]*)"', msgs[1]["content"])
+    title = re.search(r"Title of the information source:\n<<<BEGIN TITLE \w+>>>\n(.*)\n<<<END", msgs[1]["content"])
     topic = title.group(1) if title else "it"
     users = [m for m in msgs if m["role"] == "user"]
     if len(users) == 1:

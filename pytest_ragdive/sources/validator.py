@@ -274,7 +274,7 @@ async def validate_turn(
     prompt = load_prompt("validator_turn")
     messages = prompt.render(
         fence_note=FENCE_NOTE,
-        title=title,
+        title=fence(title, "title"),
         window_note=window_note,
         document=fence(document, "document"),
         history_turns=len(history),

@@ -91,7 +91,7 @@ class SimulatorUser:
             role_name=role.name,
             role_instructions=role.instructions,
             fence_note=FENCE_NOTE,
-            title=self.title,
+            title=fence(self.title, "title"),
             window_note=self.window_note,
             document=fence(self.excerpt, "document"),
         )
