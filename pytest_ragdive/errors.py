@@ -63,6 +63,10 @@ class LogFormatError(UsageError):
     """A production request log (JSONL) that cannot be read; the message names file and line."""
 
 
+class PathError(UsageError):
+    """A report directory or baseline path that cannot be written; one line, names the path."""
+
+
 class TargetError(Exception):
     """The target raised or returned something that is not a response."""
 

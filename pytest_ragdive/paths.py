@@ -1,0 +1,70 @@
+"""Can the run write where it was told to? Checked before the first conversation.
+
+:func:`check_writable` looks at the report directory and the baseline path
+(only when a baseline will be written) and raises
+:class:`~pytest_ragdive.errors.PathError` (a usage error: exit code 4) with one
+line naming the path, the setting and what is wrong, so that a paid run does
+not end in a traceback. It creates nothing: it probes the nearest existing
+directory with a temporary file that it removes at once.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import PathError
+
+
+def check_writable(report_dir: Path | None = None, baseline: Path | None = None) -> None:
+    """Raise PathError unless the reports and the baseline can be written.
+
+    ``report_dir``: the directory results.json and the other reports go to
+    (may not exist yet). ``baseline``: the baseline file about to be written
+    (``--ragdive-update-baseline``; leave None when the run only reads it).
+    """
+    if report_dir is not None:
+        what = f"cannot write reports to {report_dir} (--ragdive-report-dir / report_dir)"
+        if report_dir.exists() and not report_dir.is_dir():
+            raise PathError(f"ragdive {what}: it is a file, not a directory")
+        _check_dir(report_dir, what)
+    if baseline is not None:
+        what = f"cannot write the baseline {baseline} (--ragdive-baseline / baseline)"
+        if baseline.is_dir():
+            raise PathError(f"ragdive {what}: it is a directory; name a file such as {baseline / 'baseline.json'}")
+        if baseline.exists():
+            _probe_file(baseline, what)
+        _check_dir(baseline.parent, what)
+
+
+def _check_dir(directory: Path, what: str) -> None:
+    """The nearest existing ancestor of ``directory`` is a directory we can create files in."""
+    existing = directory
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise PathError(f"ragdive {what}: {existing} is a file, not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ragdive-probe-", dir=existing)
+    except OSError as e:
+        raise PathError(f"ragdive {what}: {existing} is not writable ({_why(e)})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _probe_file(path: Path, what: str) -> None:
+    if not os.access(path, os.W_OK):
+        raise PathError(f"ragdive {what}: the file is read-only")
+    try:
+        with open(path, "ab"):  # opens for writing, changes nothing
+            pass
+    except OSError as e:
+        raise PathError(f"ragdive {what}: {_why(e)}") from None
+
+
+def _why(e: OSError) -> str:
+    return e.strerror or errno.errorcode.get(e.errno or 0, str(e))
