@@ -15,8 +15,10 @@ import time
 import pytest
 from conftest import CONVS, PYPROJECT, SINGLE, TOY_CONFTEST
 
-from pytest_ragdive.errors import TargetTimeout
+from pytest_ragdive.errors import TargetError, TargetTimeout
 from pytest_ragdive.target import as_async
+
+HI = [{"role": "user", "content": "hi"}]
 
 HANG_CONFTEST = TOY_CONFTEST + '''
 
@@ -75,6 +77,22 @@ def test_a_sync_target_exception_still_reaches_the_runner() -> None:
 
     with pytest.raises(ValueError, match="exploded"):
         asyncio.run(as_async(boom)([{"role": "user", "content": "hi"}]))
+
+
+def test_systemexit_in_a_target_fails_the_call_not_the_event_loop() -> None:
+    def sync_exit(messages: list[dict[str, str]]) -> str:
+        raise SystemExit(3)
+
+    async def async_interrupt(messages: list[dict[str, str]]) -> str:
+        raise KeyboardInterrupt
+
+    async def both() -> list[BaseException | object]:
+        calls = [as_async(sync_exit, 5)(HI), as_async(async_interrupt, 5)(HI)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    errors = asyncio.run(both())
+    assert [type(e) for e in errors] == [TargetError, TargetError]
+    assert "SystemExit(3)" in str(errors[0]) and "KeyboardInterrupt" in str(errors[1])
 
 
 def _hanging_toy(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, extra: str = "") -> None:
