@@ -1,4 +1,4 @@
-"""Can the run write where it was told to? Checked before the first conversation.
+"""Can the run read and write where it was told to?
 
 :func:`check_writable` looks at the report directory and the baseline path
 (only when a baseline will be written) and raises
@@ -6,6 +6,9 @@
 line naming the path, the setting and what is wrong, so that a paid run does
 not end in a traceback. It creates nothing: it probes the nearest existing
 directory with a temporary file that it removes at once.
+
+:func:`read_text` reads a data file as UTF-8; bytes that are not UTF-8 raise
+the caller's usage error naming the file, line and column.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import PathError
+from .errors import PathError, UsageError
 
 
 def check_writable(report_dir: Path | None = None, baseline: Path | None = None) -> None:
@@ -68,3 +71,16 @@ def _probe_file(path: Path, what: str) -> None:
 
 def _why(e: OSError) -> str:
     return e.strerror or errno.errorcode.get(e.errno or 0, str(e))
+
+
+def read_text(path: Path, error: type[UsageError] = UsageError) -> str:
+    """The file's text; ``error("FILE:LINE: not UTF-8 text ...")`` when it is not UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise error(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at column {column}); save the file as UTF-8"
+        ) from None

@@ -169,7 +169,10 @@ class Pipeline:
         try:
             from .metrics.backends import judge_conversation
 
-            await judge_conversation(conv, self.llm_client(), self.cfg, self.documents())
+            docs = self.documents()
+            if conv.source == "generated" and (own := self.cfg.generated_corpus(conv.suite)):
+                docs = {**docs, **self.corpus(own)}  # the document the simulator asked about
+            await judge_conversation(conv, self.llm_client(), self.cfg, docs)
         except Exception as exc:  # noqa: BLE001 - recorded on the conversation
             record_error(conv, exc, "judging")
             self._note_fatal(exc)

@@ -10,6 +10,7 @@ from .config import RagdiveConfig
 from .records import Conversation
 from .sources import golden
 from .sources.sharded import ShardedQuestion, load_sharded
+from .sources.references import check_references
 
 
 class Plan(BaseModel):
@@ -155,4 +156,5 @@ def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Pl
     plans: list[Plan] = []
     for suite in cfg.selected_suites():
         plans += plan_suite(cfg, suite, cfg.runs, llm_enabled, notes)
+    check_references(cfg, plans)  # corpus file and document ids (exit 4 naming the files)
     return plans

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import GoldenError
+from ..paths import read_text
 from ..records import Conversation, Document, QuestionType, Turn
 
 
@@ -58,7 +59,7 @@ def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any]]:
     """(line, row) pairs; line is 1-based (YAML: the row's first line)."""
     if not path.is_file():
         raise GoldenError(f"{path}: file not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, GoldenError)
     if path.suffix == ".jsonl":
         out: list[tuple[int, Any]] = []
         for no, line in enumerate(text.splitlines(), 1):

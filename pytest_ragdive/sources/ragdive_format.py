@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from ..errors import RagdiveFormatError
+from ..paths import read_text
 from ..records import Context, Conversation, Document, QuestionType, Turn
 from .validator import normalize_question_type
 
@@ -202,7 +203,7 @@ def import_ragdive_documents(data: Iterable[Mapping[str, Any]]) -> list[Document
 def read_ragdive(path: str | Path) -> list[dict[str, Any]]:
     """Load a RAG-DIVE file: a JSON list, or JSONL (one item a line, as the reference generator writes)."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p, RagdiveFormatError)
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
