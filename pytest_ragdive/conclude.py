@@ -131,6 +131,10 @@ def conclude(
                 else GateStatus.INCONCLUSIVE if any(r.verdict == "inconclusive" for r in rows)  # gate.inconclusive = "pass"
                 else GateStatus.PASSED
             )
+            if out.status is GateStatus.PASSED and not facts.completed:
+                # Ctrl-C, -x, the deadline: what finished is shown, but it passes nothing
+                out.status = GateStatus.SUBSET
+                notes.append(f"the run was interrupted after {len(convs)} of {facts.planned} conversations: nothing is decided")
     if facts.fatal and out.status is not GateStatus.BASELINE_REFUSED:
         out.status = GateStatus.FAILED
     out.notes = notes

@@ -22,6 +22,7 @@ FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--ragdive-concurrency", "concurrency", "N", "conversations and LLM calls in flight per process (default 8)"),
     ("--ragdive-max-cost", "max_cost", "USD", "stop LLM calls once this much is spent and fail the run"),
     ("--ragdive-target-timeout", "target_timeout_s", "SECONDS", "fail a conversation whose target takes longer than this for one turn (default 120)"),
+    ("--ragdive-deadline", "deadline_s", "SECONDS", "end the run cleanly after this long: partial reports, no baseline, nothing gated"),
     ("--ragdive-report-dir", "report_dir", "DIR", "write results.json, ragdive-junit.xml and summary.md here"),
     ("--ragdive-max-reruns", "max_reruns", "K", "rerun a suite whose gate is inconclusive at most K more times (default 2)"),
     ("--ragdive-config", "config", "FILE", "read the ragdive config from this file (default: ragdive.yaml or [tool.ragdive])"),

@@ -8,18 +8,22 @@ worker) is chosen once in :mod:`.controller`; the end of the run is
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from . import targets
+from .applicable import without_contexts
 from .baseline import load_baseline
 from .config import RagdiveConfig, find_config_file, load_config
 from .errors import GoldenError, UsageError
 from .options import cli_values, config_dirs, flag_names
-from .outcome import RunOutcome
+from .outcome import GateStatus, RunOutcome
+from .paths import check_writable
 from .pipeline import Pipeline
 from .planning import Plan, plan_all
 from .records import Baseline, Conversation, Document
@@ -55,6 +59,9 @@ class RagdiveSession:
         self.worker_llm_stats: list[dict[str, Any]] = []
         self.outcome: RunOutcome | None = None
         self.written: list[Path] = []
+        # --ragdive-deadline: measured from the start of the session
+        self.deadline_at = time.monotonic() + cfg.deadline_s if cfg.deadline_s is not None else None
+        self.deadline_hit = False
 
     # -- configuration ------------------------------------------------------
     @classmethod
@@ -93,6 +100,11 @@ class RagdiveSession:
         self.plans()  # golden data errors are usage errors, reported before collection
         if cfg.update_baseline and not cfg.baseline:
             raise UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
+        if not hasattr(self.config, "workerinput"):  # the controller writes; check before anything runs
+            check_writable(
+                cfg.path(cfg.report_dir) if cfg.report_dir else None,
+                cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
+            )
         if cfg.baseline and not cfg.update_baseline:
             self.baseline = self._gate_baseline(cfg.path(cfg.baseline))
 
@@ -167,11 +179,37 @@ class RagdiveSession:
         atarget = self._target
         if item is not None and self.scheduler is not None:
             self.scheduler.schedule(self, item, atarget)
-        return self.pipeline.submit(plan, atarget).result()
+        fut = self.pipeline.submit(plan, atarget)
+        if self.deadline_at is None:
+            return fut.result()
+        try:
+            return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            self._deadline_reached(item)
+            pytest.fail(
+                f"not finished: the ragdive deadline of {self.cfg.deadline_s:g} s was reached "
+                "(--ragdive-deadline / deadline_s)",
+                pytrace=False,
+            )
+
+    def _deadline_reached(self, item: pytest.Item | None) -> None:
+        """Stop the session after this item; the run ends as an interrupted one."""
+        if not self.deadline_hit:
+            self.deadline_hit = True
+            self.notes.append(
+                f"the ragdive deadline of {self.cfg.deadline_s:g} s was reached: the run stopped, its "
+                "reports are partial, no baseline was written and nothing was gated"
+            )
+        if item is not None:
+            item.session.shouldstop = f"ragdive deadline of {self.cfg.deadline_s:g} s reached"
 
     def fail_if_broken(self, conv: Conversation) -> None:
         if conv.error:
-            tb = conv.traceback or ""
+            # a target's traceback points at the user's code; the plugin's own (an LLM call
+            # that failed) only under -v (results.json keeps it either way)
+            in_target = conv.error.startswith(("turn ", "stand-alone probe"))
+            tb = (conv.traceback or "") if in_target or self.config.option.verbose > 0 else ""
             pytest.fail(f"{conv.error}\n\n{tb}".rstrip(), pytrace=False)
         if conv.source == "generated" and not conv.turns:
             counts = conv.validation
@@ -230,10 +268,22 @@ class RagdiveSession:
             backend=self.backend_name(),
             judge_models=self.judge_models(),
         )
-        outcome = conclude(list(self.collected.values()), self.cfg, baseline, facts)
+        convs = list(self.collected.values())
+        warning = without_contexts(convs)
+        if warning:
+            facts.notes.append(warning)
+        outcome = conclude(convs, self.cfg, baseline, facts)
         if completed and not self.cfg.update_baseline:
             outcome = self._rerun_inconclusive(outcome, baseline, facts)
-        self.written = publish(outcome, self.cfg, self._generated_documents)
+        try:
+            self.written = publish(outcome, self.cfg, self._generated_documents)
+        except OSError as e:
+            # the decision stands and is printed; then one clear error, and the run fails
+            what = e.filename or (self.cfg.report_dir or self.cfg.baseline)
+            outcome.fatal.append(f"ragdive could not write {what}: {e.strerror or e}")
+            if outcome.status is GateStatus.BASELINE_WRITTEN:
+                outcome.notes.append("baseline NOT written: the file could not be written")
+            outcome.status = GateStatus.FAILED
         self.outcome = outcome
         return outcome
 
@@ -266,6 +316,7 @@ class RagdiveSession:
                 )
             facts.fatal = list(self.fatal)
             facts.llm = self.merged_llm_stats()
+            without_contexts(self.collected.values())  # the reruns too (the note is already there)
             outcome = conclude(list(self.collected.values()), self.cfg, baseline, facts)
         return outcome
 
@@ -273,7 +324,7 @@ class RagdiveSession:
         """The target for reruns: the one the items used, else the config's."""
         if self._target is None and self.cfg.target:
             try:
-                self._target = as_async(self.default_target())
+                self._target = as_async(self.default_target(), self.cfg.target_timeout_s)
             except TargetError:
                 return None
         return self._target

@@ -168,7 +168,6 @@ def test_ctrl_c_while_a_sync_target_hangs_exits(pytester: pytest.Pytester, monke
 
 
 @posix_only
-@pytest.mark.xfail(reason="the session gate of an interrupted run: needs conclude() (issue 9)", strict=False)
 def test_ctrl_c_while_a_sync_target_hangs_passes_no_gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     rc, out = _interrupt_a_hanging_run(pytester, monkeypatch)
     assert "gate passed" not in out, out
