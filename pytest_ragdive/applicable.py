@@ -32,7 +32,6 @@ def without_contexts(conversations: Iterable[Conversation]) -> str | None:
     answered = [t for c in convs for t in c.turns if t.answer is not None]
     if not answered or any(t.contexts for t in answered):
         return None
-    skipped = [m for m in CONTEXT_METRICS if any(t.scores.get(m) is not None for t in answered)]
     for c in convs:
         for t in c.turns:
             for m in CONTEXT_METRICS:
@@ -41,7 +40,7 @@ def without_contexts(conversations: Iterable[Conversation]) -> str | None:
         for m in CONTEXT_METRICS:
             if m in c.scores:
                 c.scores[m] = None
-    names = ", ".join(skipped or CONTEXT_METRICS)
+    names = ", ".join(CONTEXT_METRICS)
     return (
         f"the target returned no retrieved contexts in any of {len(answered)} answered turn(s): {names} "
         "are not applicable (None), not scored as 0; return TargetResponse(answer=..., contexts=[...]) "
