@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 from .config import RagdiveConfig
 from .records import Conversation
 from .sources import golden
-from .sources.sharded import ShardedQuestion, load_sharded
 from .sources.references import check_references
+from .sources.sharded import ShardedQuestion, load_sharded
 
 
 class Plan(BaseModel):
