@@ -259,6 +259,8 @@ class RagdiveSession:
         baseline = self.baseline
         if self.cfg.update_baseline:
             baseline = self._existing_baseline()
+        if not completed and self.deadline_at is not None and time.monotonic() >= self.deadline_at:
+            self._deadline_reached(None)  # (the xdist controller: its workers stopped at it)
         facts = RunFacts(
             planned=len(self.plans()),
             completed=completed,

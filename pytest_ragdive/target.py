@@ -25,6 +25,7 @@ import contextvars
 import hashlib
 import importlib
 import inspect
+import queue
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
@@ -87,8 +88,9 @@ def coerce_response(value: Any) -> TargetResponse:
 def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGET_TIMEOUT_S) -> AsyncTarget:
     """Wrap a sync or async callable so the runner can await it.
 
-    Sync targets run in a daemon thread (one per call) so that several
-    conversations progress at once and a call that hangs can be abandoned.
+    Sync targets run in daemon threads (:class:`DaemonThreads`) so that
+    several conversations progress at once and a call that hangs can be
+    abandoned.
     A call that takes longer than ``timeout_s`` (None: no limit) raises
     :class:`~pytest_ragdive.errors.TargetTimeout`.
     """
@@ -98,13 +100,14 @@ def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGE
         getattr(target, "__call__", None)  # noqa: B004
     )
     pass_info = wants_call_info(target)
+    threads = DaemonThreads()
 
     async def once(history: History, kwargs: dict[str, Any]) -> Any:
         try:
             if is_async:
                 value = await target(history, **kwargs)
             else:
-                value = await _in_daemon_thread(lambda: target(history, **kwargs))
+                value = await threads.run(lambda: target(history, **kwargs))
             if inspect.isawaitable(value):
                 value = await value
         except (SystemExit, KeyboardInterrupt) as e:
@@ -127,37 +130,58 @@ def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGE
     return call
 
 
-async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
-    """Run ``fn()`` in a new daemon thread and await its result.
+class DaemonThreads:
+    """Worker threads for sync targets that nothing ever joins.
 
     Unlike ``asyncio.to_thread`` (the loop's executor, whose threads the
-    interpreter joins at exit), nothing ever waits for this thread: when the
-    awaiting task is cancelled or times out, the thread is left to finish or
-    hang on its own."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
-    ctx = contextvars.copy_context()
+    interpreter joins at exit), these are daemon threads: when the awaiting
+    task is cancelled or times out, a call that hangs is left to finish or
+    hang on its own, and a fresh thread serves the next call. Idle threads
+    are reused and leave after ``idle_s``."""
 
-    def settle(ok: bool, value: Any) -> None:
-        if fut.done():  # cancelled or timed out meanwhile
-            return
-        if ok:
-            fut.set_result(value)
-        else:
-            fut.set_exception(value)
+    def __init__(self, idle_s: float = 30.0) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._idle_s = idle_s
 
-    def work() -> None:
-        try:
-            result: tuple[bool, Any] = (True, ctx.run(fn))
-        except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
-            result = (False, e)
-        try:
-            loop.call_soon_threadsafe(settle, *result)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        ctx = contextvars.copy_context()
 
-    threading.Thread(target=work, name="ragdive-target", daemon=True).start()
-    return await fut
+        def settle(ok: bool, value: Any) -> None:
+            if fut.done():  # cancelled or timed out meanwhile
+                return
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+
+        def job() -> None:
+            try:
+                result: tuple[bool, Any] = (True, ctx.run(fn))
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
+                result = (False, e)
+            try:
+                loop.call_soon_threadsafe(settle, *result)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+        self._jobs.put(job)
+        if not self._idle.acquire(blocking=False):  # no idle thread: start one
+            threading.Thread(target=self._work, name="ragdive-target", daemon=True).start()
+        return await fut
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self._idle_s)
+            except queue.Empty:
+                if self._idle.acquire(blocking=False):  # withdraw this thread's idle token and leave
+                    return
+                continue  # the token was just taken for a job: serve it
+            job()
+            self._idle.release()
 
 
 def load_target(spec: str) -> Callable[..., Any]:

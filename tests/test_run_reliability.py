@@ -82,16 +82,16 @@ def test_the_deadline_ends_a_hanging_run_cleanly(pytester: pytest.Pytester, monk
     monkeypatch.setenv("TOY_HANG_ON", "snow")
     t0 = time.perf_counter()
     res = pytester.runpytest_subprocess(
-        "--ragdive-baseline=b.json", "--ragdive-update-baseline", "--ragdive-deadline=3",
+        "--ragdive-baseline=b.json", "--ragdive-update-baseline", "--ragdive-deadline=5",
         "-p", "no:cacheprovider", timeout=90,
     )
     assert time.perf_counter() - t0 < 45
     out = res.stdout.str()
     assert res.ret != 0
     res.stdout.fnmatch_lines([
-        "*not finished: the ragdive deadline of 3 s was reached*",
+        "*not finished: the ragdive deadline of 5 s was reached*",
         "*baseline NOT written*",
-        "*the ragdive deadline of 3 s was reached: the run stopped, its reports are partial*",
+        "*the ragdive deadline of 5 s was reached: the run stopped, its reports are partial*",
     ])
     assert "gate passed" not in out
     assert not (pytester.path / "b.json").exists()
