@@ -147,12 +147,12 @@ def ragdive_target():
     res = toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline")
     assert res.stdout.str().count("returned no retrieved contexts") == 1
     res.stdout.fnmatch_lines([
-        "*note: the target returned no retrieved contexts in any of 7 answered turn(s): faithfulness, "
+        "*note: the target returned no retrieved contexts in any of 7 answered turn(s): faithfulness, faithfulness_strict, "
         "context_precision, context_recall, recall_at_k, mrr, ndcg_at_k are not applicable (None)*"
     ])
     data = results(toy)
     for c in data["conversations"]:
-        for m in ("faithfulness", "context_recall", "recall_at_k", "mrr", "ndcg_at_k", "context_precision"):
+        for m in ("faithfulness", "faithfulness_strict", "context_recall", "recall_at_k", "mrr", "ndcg_at_k", "context_precision"):
             assert c["scores"].get(m) is None, (c["id"], m)
             assert all(t["scores"].get(m) is None for t in c["turns"])
     assert data["suites"]["core"]["correctness"] is not None  # what does not need contexts is scored
