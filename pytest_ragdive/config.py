@@ -301,9 +301,6 @@ class RagdiveConfig(_Strict):
                 data = {**data, "gate": gate or dict(DEFAULT_GATE), "gate_policy": policy}
         return data
 
-    @field_validator("target")
-
-
     @field_validator("target", mode="before")
     @classmethod
     def _target_spec(cls, v: Any) -> Any:
