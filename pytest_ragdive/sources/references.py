@@ -10,14 +10,24 @@ typo. The error names the golden file(s) and the unknown ids.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import GoldenError
 from . import golden
 
 if TYPE_CHECKING:
     from ..config import RagdiveConfig
-    from ..planning import Plan
+    from ..records import Conversation
+
+
+class Plan(Protocol):
+    """What this check reads of a planned conversation (``planning.Plan``)."""
+
+    suite: str
+    run: int
+
+    @property
+    def template(self) -> Conversation | None: ...
 
 
 def check_references(cfg: RagdiveConfig, plans: Sequence[Plan]) -> None:
