@@ -336,3 +336,38 @@ def test_a_corrupt_cache_ends_a_replay_only_run(tmp_path: Path) -> None:
         with pytest.raises(CacheUnusable, match="record mode 'none'") as e:
             asyncio.run(client.complete_text("judge", msgs("q")))
     assert str(db) in str(e.value)
+
+
+# -- shutdown ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("behaviour", ["hang", "fail"])
+def test_aclose_is_bounded_and_always_closes_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: str
+) -> None:
+    """A transport whose close hangs or fails at shutdown (after an interrupt) neither
+    hangs nor breaks it, and the cache is closed anyway."""
+    import pytest_ragdive.llm.client as client_mod
+
+    monkeypatch.setattr(client_mod, "CLOSE_TIMEOUT_S", 0.2)
+
+    async def bad_close() -> None:
+        if behaviour == "hang":
+            await asyncio.sleep(3600)
+        raise RuntimeError("close failed")
+
+    with FakeLLMServer() as srv:
+        cfg = config_for(srv, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http"})
+        client = LLMClient.from_config(cfg)
+
+        async def go() -> float:
+            await client.complete_text("judge", msgs("q"))
+            assert client._transport is not None
+            monkeypatch.setattr(client._transport, "aclose", bad_close)
+            t0 = time.perf_counter()
+            await client.aclose()
+            return time.perf_counter() - t0
+
+        took = asyncio.run(go())
+    assert took < 2
+    assert client.cache is not None and client.cache._db is None  # closed

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LLMClient", "LLMResult"]
 
+#: how long :meth:`LLMClient.aclose` waits for the HTTP session to close
+CLOSE_TIMEOUT_S = 5.0
+
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
 R = TypeVar("R")
@@ -164,10 +167,7 @@ class LLMClient:
         try:
             yield
         finally:
-            try:
-                await self._sender.aclose()
-            except Exception:
-                pass
+            await self._close_session()
 
     @property
     def _transport(self) -> Transport | None:
@@ -175,14 +175,29 @@ class LLMClient:
         return self._sender.built
 
     async def aclose(self) -> None:
-        """Close the HTTP session and the cache."""
-        await self._sender.aclose()
-        self.close()
+        """Close the HTTP session and the cache. Bounded (a transport that does not
+        close within :data:`CLOSE_TIMEOUT_S` is left to the process exit) and never
+        raising: it runs at shutdown, maybe after an interrupt; the cache is closed
+        whatever happens to the session."""
+        try:
+            await self._close_session()
+        finally:
+            self.close()
+
+    async def _close_session(self) -> None:
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await self._sender.aclose()
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
 
     def close(self) -> None:
-        """Close the cache (the HTTP session needs :meth:`aclose`)."""
+        """Close the cache (the HTTP session needs :meth:`aclose`); never raises."""
         if self.cache is not None:
-            self.cache.close()
+            try:
+                self.cache.close()
+            except Exception:  # noqa: BLE001 - a broken cache must not break the shutdown
+                pass
 
     async def __aenter__(self) -> LLMClient:
         return self
