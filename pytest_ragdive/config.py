@@ -99,8 +99,13 @@ class LLMConfig(_Strict):
     # litellm for every provider; openai_http is a lean aiohttp path for
     # OpenAI-compatible endpoints (api_base), with far less client CPU per call
     transport: Literal["litellm", "openai_http"] = "litellm"
-    timeout_s: float = Field(60.0, gt=0)
+    # per attempt; with the circuit breaker, an endpoint that accepts connections and
+    # never answers ends the run in at most about breaker_failures x timeout_s (100 s)
+    timeout_s: float = Field(20.0, gt=0)
     max_retries: int = Field(4, ge=0)
+    # consecutive timeouts / connection failures to one endpoint (with no reply for
+    # 2 x timeout_s) that open the circuit breaker; 0 = never
+    breaker_failures: int = Field(5, ge=0)
     simulator: RoleModel = Field(default_factory=lambda: RoleModel(temperature=0.7))
     validator: RoleModel = Field(default_factory=lambda: RoleModel())
     judge: RoleModel = Field(default_factory=lambda: RoleModel())

@@ -104,12 +104,16 @@ class LLMCallError(LLMError):
 
 class TransportError(Exception):
     """A failed request inside the LLM client's transports; never leaves the client
-    (the client turns it into a retry or an :class:`LLMCallError`)."""
+    (the client turns it into a retry or an :class:`LLMCallError`). ``unreachable``:
+    no reply at all (a timeout or a connection failure; what the circuit breaker counts)."""
 
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, retry_after: float | None = None, *, unreachable: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.unreachable = unreachable
 
 
 class TransientTransportError(TransportError):
@@ -118,6 +122,24 @@ class TransientTransportError(TransportError):
 
 class FatalTransportError(TransportError):
     """Not worth a retry: any other 4xx, or an error the transport does not know."""
+
+
+class EndpointUnavailable(LLMError, FatalRunError):
+    """The circuit breaker opened: an LLM endpoint stopped answering (timeouts,
+    connection failures), so every remaining call fails at once."""
+
+    def __init__(self, endpoint: str, failures: int, quiet_s: float, last_error: str) -> None:
+        self.endpoint = endpoint
+        self.failures = failures
+        super().__init__(
+            f"ragdive LLM endpoint {endpoint} is not answering: {failures} consecutive timeouts or connection "
+            f"failures and no reply for {quiet_s:.0f} s (last: {last_error}); every remaining LLM call fails "
+            f"at once. Check the server (llm.api_base) or raise llm.timeout_s / llm.breaker_failures"
+        )
+
+
+class CacheUnusable(LLMError, FatalRunError):
+    """The cache database cannot be read (corrupt) and record_mode none needs it."""
 
 
 class CacheMissError(LLMError, FatalRunError):

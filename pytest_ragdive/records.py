@@ -141,7 +141,7 @@ class ValidationCounts(_Record):
     valid (``first_try`` without feedback, ``recovered`` after it);
     ``dropped``/``flagged``: turns still invalid after ``max_regenerations``,
     dropped or kept with the ``invalid`` flag; ``validator_errors``: validator
-    replies that did not parse (the turn was kept, flagged ``unvalidated``);
+    replies that did not parse (the turn failed closed: counted as invalid too);
     ``turns``: turns sent to the chatbot; ``unanswerable``: of those, turns
     whose ground truth is "not answerable from the document";
     ``by_check``: failed checks counted over all invalid verdicts.

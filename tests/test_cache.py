@@ -176,6 +176,8 @@ def test_interrupted_run_repeats_no_finished_call(tmp_path: Path) -> None:
         time.sleep(1.5 if q.startswith("slow") else 0.01)
         return "answer to " + q
 
+    import aiohttp  # noqa: F401 - imported before the clock starts (a first import takes ~0.8 s)
+
     qs = [f"fast{i}" for i in range(6)] + [f"slow{i}" for i in range(3)]
     with FakeLLMServer(slow_for_some) as s:
         cfg = config_for(s, cache_dir=str(tmp_path / "cache"), llm={"transport": "openai_http"})

@@ -418,7 +418,9 @@ def test_malformed_generator_output_is_regenerated(server: FakeLLMServer, tmp_pa
     assert "malformed_output" in feedback
 
 
-def test_unusable_validator_output_keeps_the_turn_flagged(server: FakeLLMServer, tmp_path: Path) -> None:
+def test_unusable_validator_output_fails_closed(server: FakeLLMServer, tmp_path: Path) -> None:
+    """issue 10: a validator reply that cannot be used rejects the turn (it used to
+    accept it, flagged ``unvalidated``): no unchecked turn passes as checked."""
     base = Script()
 
     def handler(body: dict[str, Any]) -> Any:
@@ -428,7 +430,12 @@ def test_unusable_validator_output_keeps_the_turn_flagged(server: FakeLLMServer,
         return base(body)
 
     server.handler = handler
-    conv = generate(server, tmp_path, GeneratedConfig(turns=2))
-    assert len(conv.turns) == 2 and all("unvalidated" in t.flags for t in conv.turns)
+    conv = generate(server, tmp_path, GeneratedConfig(turns=2, max_regenerations=1))
+    assert conv.turns == []  # every candidate failed closed and was dropped
     s = stats(conv)
-    assert s.validator_errors == 2 and s.invalid == 0 and s.accepted == 2
+    assert s.accepted == 0 and s.validator_errors == s.invalid == s.candidates > 0
+    assert s.by_check == {"validator_error": s.candidates}
+
+    # with on_invalid = "flag" the turns are kept, marked invalid, never "unvalidated"
+    conv = generate(server, tmp_path / "flag", GeneratedConfig(turns=2, max_regenerations=0, on_invalid="flag"))
+    assert len(conv.turns) == 2 and all("invalid" in t.flags and "unvalidated" not in t.flags for t in conv.turns)

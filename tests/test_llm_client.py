@@ -249,11 +249,53 @@ def test_invalid_after_repair_is_recorded_not_raised(server: FakeLLMServer, tmp_
     assert res.raw  # the last reply is kept
     assert c.stats.roles["judge"].invalid_outputs == 1
     assert server.request_count == 2
-    # replayed from the cache: same outcome, no request, counted again
+    # issue 10: nothing invalid was stored (it was, and replayed for ever): counted, and
+    # a rerun against a healthy server asks again and gets its score back
+    assert c.stats.cache.stores == 0 and c.stats.cache.rejected == 2
+    server.fault_for = None
     c2 = make(server, tmp_path, transport)
     res2 = run(c2, c2.complete_json("judge", msgs("Q1"), Verdict, prompt_id="p"))
-    assert res2.value is None and res2.cached and server.request_count == 2
-    assert c2.stats.roles["judge"].invalid_outputs == 1
+    assert res2.value == expected("Q1") and not res2.cached and server.request_count == 3
+    c3 = make(server, tmp_path, transport, record_mode="none")
+    res3 = run(c3, c3.complete_json("judge", msgs("Q1"), Verdict, prompt_id="p"))
+    assert res3.value == expected("Q1") and res3.cached and server.request_count == 3
+
+
+def test_a_repaired_pair_is_stored_and_replays(server: FakeLLMServer, tmp_path: Path, transport: str) -> None:
+    """An invalid first reply is held back; once its repair parses, both are stored,
+    so a replay-only run (record mode none) finds the whole call."""
+    server.fault_for = lambda body, n: "malformed" if n == 0 else None
+    c = make(server, tmp_path, transport)
+    res = run(c, c.complete_json("judge", msgs("Q2"), Verdict, prompt_id="p"))
+    assert res.value == expected("Q2") and res.repaired and server.request_count == 2
+    assert c.stats.cache.stores == 2 and c.stats.cache.rejected == 0
+    c2 = make(server, tmp_path, transport, record_mode="none")
+    res2 = run(c2, c2.complete_json("judge", msgs("Q2"), Verdict, prompt_id="p"))
+    assert res2.value == expected("Q2") and res2.cached and res2.repaired and server.request_count == 2
+
+
+def test_invalid_entries_of_an_older_run_are_dropped(
+    server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache written before issue 10 holds invalid replies: the first run that sees
+    them stay invalid drops them, so the next one asks again."""
+    import pytest_ragdive.llm.client as client_mod
+
+    server.fault_for = lambda body, n: "malformed"
+    with monkeypatch.context() as m:
+        m.setattr(client_mod, "_usable", lambda call, resp: True)  # the old client: store whatever came back
+        old = make(server, tmp_path, "openai_http")
+        run(old, old.complete_json("judge", msgs("Q3"), Verdict, prompt_id="p"))
+    assert server.request_count == 2
+    server.fault_for = None
+    again = make(server, tmp_path, "openai_http")
+    assert again.cache is not None and len(again.cache) == 2
+    res = run(again, again.complete_json("judge", msgs("Q3"), Verdict, prompt_id="p"))
+    assert res.value is None and res.cached and server.request_count == 2  # replayed once more...
+    assert len(again.cache) == 0  # ...and dropped
+    fresh = make(server, tmp_path, "openai_http")
+    res = run(fresh, fresh.complete_json("judge", msgs("Q3"), Verdict, prompt_id="p"))
+    assert res.value == expected("Q3") and server.request_count == 3
 
 
 def test_fences_and_prose_are_stripped() -> None:

@@ -28,8 +28,9 @@ Record modes
 Several processes (pytest-xdist workers) can share one directory: SQLite
 serialises writers (busy timeout :data:`DB_TIMEOUT_S`), each finished call is
 stored at once, and a miss is *claimed* (an atomic ``add`` of an in-flight
-marker) so that two processes do not send the same request at the same
-time: the second waits for the first one's answer.
+marker, :mod:`.claims`) so that two processes do not send the same request at
+the same time: the second waits for the first one's answer, and takes the
+claim over as soon as the marker is stale.
 
 Nothing here imports diskcache at module import; it is imported when a cache
 is opened.
@@ -37,12 +38,9 @@ is opened.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import socket
+import sqlite3
 import threading
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,7 +48,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..config import RecordMode
-from ..errors import RagdiveCacheWarning, one_line
+from ..errors import CacheUnusable, RagdiveCacheWarning, one_line
+from .claims import EXPIRE_S, PREFIX, Marker, Watch, is_stale, new_marker, parse
+from .keys import KEY_VERSION, cache_key, canonical_json
 from .stats import CacheStats
 
 if TYPE_CHECKING:
@@ -69,34 +69,10 @@ __all__ = [
 ]
 
 
-#: bump when the meaning of a key changes (e.g. the client's JSON instructions)
-KEY_VERSION = 1
 #: SQLite busy timeout: how long a writer waits for another process's lock
 DB_TIMEOUT_S = 30.0
 #: values up to this size stay inside cache.db (one file, easy to commit)
 MIN_FILE_SIZE = 2**22
-
-_INFLIGHT_PREFIX = "inflight:"
-_HOST = socket.gethostname()
-
-
-def _holder_dead(holder: str) -> bool:
-    """Whether an in-flight marker was left by a process of this host that is gone."""
-    try:
-        host, pid_s, _ = holder.split("|", 2)
-        pid = int(pid_s)
-    except ValueError:
-        return True  # unreadable marker
-    if host != _HOST or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # exists, not ours to signal
-    return False
-
 
 class CachedResponse(BaseModel):
     """What the cache keeps of one chat completion."""
@@ -110,43 +86,6 @@ class CachedResponse(BaseModel):
     finish_reason: str | None = None
     cost_usd: float | None = None
     created: float = 0.0
-
-
-# --------------------------------------------------------------------------
-# keys
-
-
-def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def cache_key(
-    *,
-    model: str,
-    messages: list[dict[str, Any]],
-    temperature: float | None,
-    seed: int | None,
-    schema: dict[str, Any] | None = None,
-    structured: str | None = None,
-    prompt_id: str | None = None,
-    prompt_version: str | None = None,
-    extra: dict[str, Any] | None = None,
-) -> str:
-    """sha256 hex of the canonical JSON of everything that can change the answer."""
-    data: dict[str, Any] = {
-        "v": KEY_VERSION,
-        "model": model,
-        "messages": messages,
-        "temperature": temperature,
-        "seed": seed,
-        "schema": schema,
-        "structured": structured if schema is not None else None,
-        "prompt_id": prompt_id,
-        "prompt_version": prompt_version,
-    }
-    if extra:
-        data["extra"] = extra
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
 # --------------------------------------------------------------------------
@@ -192,7 +131,9 @@ class LLMCache:
         self.timeout = timeout
         self.stats = CacheStats()
         self._db: Any = None
-        self._lock = threading.Lock()  # writes may run in worker threads
+        self._lock = threading.RLock()  # writes may run in worker threads
+        self._claims: dict[str, Marker] = {}  # the claims this process holds
+        self.unusable: str | None = None  # why the whole cache cannot be used (said once)
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -230,18 +171,63 @@ class LLMCache:
         with self._lock:
             if self._db is not None:
                 return self._db
+            if self.unusable is not None:
+                raise CacheUnusable(self.unusable)
             import diskcache
 
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._db = diskcache.Cache(
-                str(self.directory),
-                timeout=self.timeout,
-                disk=_safe_disk_class(),
-                eviction_policy="none",  # never drop recorded answers; reads never write
-                disk_min_file_size=MIN_FILE_SIZE,
-                size_limit=2**40,
-            )
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._db = diskcache.Cache(
+                    str(self.directory),
+                    timeout=self.timeout,
+                    disk=_safe_disk_class(),
+                    eviction_policy="none",  # never drop recorded answers; reads never write
+                    disk_min_file_size=MIN_FILE_SIZE,
+                    size_limit=2**40,
+                )
+            except Exception as e:  # a corrupt cache.db, an unwritable directory
+                self._mark_unusable(e)
+                raise CacheUnusable(self.unusable or str(e)) from None
         return self._db
+
+    # -- an unusable cache (corrupt cache.db): said once, then no cache at all
+    def _mark_unusable(self, e: BaseException) -> None:
+        if self.unusable is not None:
+            return
+        where = self.directory / "cache.db"
+        self.unusable = f"ragdive cache {where} is unusable ({type(e).__name__}: {e})"
+        self._count("errors")
+        self.stats.unusable = 1
+        what = (
+            "record mode 'none' replays only from it, so the run stops"
+            if self.replay_only
+            else "running without a cache: nothing is replayed or stored"
+        )
+        warnings.warn(
+            f"{self.unusable}; {what}. Delete {self.directory} (or restore it) to start a new cache.",
+            RagdiveCacheWarning,
+            stacklevel=4,
+        )
+
+    def _broken(self, e: BaseException) -> bool:
+        """Whether ``e`` means the whole cache is unusable (then said once)."""
+        if isinstance(e, CacheUnusable):
+            return True
+        if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
+            self._mark_unusable(e)  # "file is not a database", "database disk image is malformed"
+            return True
+        return False
+
+    def _check_usable(self) -> bool:
+        """False when the cache is unusable; under record mode none that ends the run."""
+        if self.unusable is None:
+            return True
+        if self.replay_only:
+            raise CacheUnusable(
+                f"{self.unusable}, and record mode 'none' replays only from the cache: restore the "
+                f"committed cache, or record again with --ragdive-record-mode=new_episodes"
+            )
+        return False
 
     def close(self) -> None:
         if self._db is not None:
@@ -261,11 +247,16 @@ class LLMCache:
 
     def peek(self, key: str) -> CachedResponse | None:
         """Read an entry without counting a hit or miss (corrupt ones are still dropped)."""
+        if not self._check_usable():
+            return None
         try:
             raw = self.db.get(key)
         except ValueError as e:  # refused pickle
             return self._drop(key, str(e))
         except Exception as e:  # sqlite errors, timeouts
+            if self._broken(e):
+                self._check_usable()
+                return None
             self._count("errors")
             self._warn(f"read failed ({type(e).__name__}: {e}); treating as a miss")
             return None
@@ -309,7 +300,7 @@ class LLMCache:
         ``release=True`` also drops this process's claim on ``key``, in the same
         transaction.
         """
-        if not self.writes:
+        if not self.writes or self.unusable is not None:
             return False
         data = value.model_dump_json()
         try:
@@ -317,10 +308,13 @@ class LLMCache:
             if release:
                 with db.transact():
                     db.set(key, data)
-                    db.delete(_INFLIGHT_PREFIX + key)
+                    db.delete(PREFIX + key)
+                self._claims.pop(key, None)
             else:
                 db.set(key, data)
         except Exception as e:
+            if self._broken(e):
+                return False
             self._count("errors")
             self._warn(f"write failed ({type(e).__name__}: {e}); the answer is not cached")
             return False
@@ -329,6 +323,15 @@ class LLMCache:
 
     def delete(self, key: str) -> None:
         self.db.delete(key)
+
+    def discard(self, key: str) -> None:
+        """Drop a stored entry if there is one (never raises)."""
+        if not self.writes or self.unusable is not None:
+            return
+        try:
+            self.db.delete(key)
+        except Exception:
+            self._count("errors")
 
     def __contains__(self, key: str) -> bool:
         try:
@@ -340,46 +343,73 @@ class LLMCache:
         """Number of stored responses (in-flight markers excluded)."""
         n = 0
         for k in self.db.iterkeys():
-            if isinstance(k, str) and not k.startswith(_INFLIGHT_PREFIX):
+            if isinstance(k, str) and not k.startswith(PREFIX):
                 n += 1
         return n
 
-    # -- cross-process claims ----------------------------------------------
-    def claim(self, key: str, ttl_s: float) -> bool:
-        """Atomically mark ``key`` as being fetched by this process for up to
-        ``ttl_s`` seconds; False if another live process holds the claim.
-
-        A claim left by a process on this host that no longer runs (killed
-        mid-call) is taken over at once rather than waited out.
-        """
-        if not self.writes:
+    # -- cross-process claims (markers: .claims) ---------------------------
+    def claim(self, key: str, ttl_s: float | None = None, watch: Watch | None = None) -> bool:
+        """Atomically mark ``key`` as being fetched by this process; False while
+        another process holds a live claim. A stale claim (:func:`.claims.is_stale`:
+        a dead or killed holder, no heartbeat) is taken over at once. The claim
+        lives for ``ttl_s`` (default :data:`.claims.EXPIRE_S`) unless
+        :meth:`heartbeat` renews it."""
+        if not self.writes or self.unusable is not None:
             return True
-        marker = _INFLIGHT_PREFIX + key
-        token = f"{_HOST}|{os.getpid()}|{time.time()}"
+        name = PREFIX + key
+        marker = new_marker()
+        expire = ttl_s if ttl_s is not None else EXPIRE_S
         try:
-            if self.db.add(marker, token, expire=ttl_s):
+            db = self.db
+            if db.add(name, marker.dump(), expire=expire):
+                self._claims[key] = marker
                 return True
-            holder = self.db.get(marker)
-            if isinstance(holder, str) and _holder_dead(holder):
-                self.db.delete(marker)
-                return bool(self.db.add(marker, token, expire=ttl_s))
-            return False
-        except Exception:
-            self._count("errors")
+            with db.transact():
+                holder = db.get(name)
+                if holder is not None and not is_stale(holder, watch):
+                    return False
+                db.set(name, marker.dump(), expire=expire)
+            self._claims[key] = marker
+            return True
+        except Exception as e:
+            if not self._broken(e):
+                self._count("errors")
             return True  # cannot coordinate: fetch it ourselves
 
-    def release(self, key: str) -> None:
-        if not self.writes:
-            return
+    def heartbeat(self, key: str) -> bool:
+        """Renew this process's claim on ``key``; False when it is no longer ours."""
+        marker = self._claims.get(key)
+        if marker is None or self.unusable is not None:
+            return False
+        name = PREFIX + key
         try:
-            self.db.delete(_INFLIGHT_PREFIX + key)
+            db = self.db
+            with db.transact():
+                held = parse(db.get(name))
+                if not isinstance(held, Marker) or held.token != marker.token:
+                    self._claims.pop(key, None)
+                    return False
+                marker = marker.beat()
+                db.set(name, marker.dump(), expire=EXPIRE_S)
+            self._claims[key] = marker
+            return True
+        except Exception:
+            self._count("errors")
+            return False
+
+    def release(self, key: str) -> None:
+        if not self.writes or self.unusable is not None:
+            return
+        self._claims.pop(key, None)
+        try:
+            self.db.delete(PREFIX + key)
         except Exception:
             self._count("errors")
 
     def claimed(self, key: str) -> bool:
-        """Whether some process holds a live claim on ``key``."""
+        """Whether some process holds a claim on ``key`` (live or not yet judged stale)."""
         try:
-            return (_INFLIGHT_PREFIX + key) in self.db
+            return (PREFIX + key) in self.db
         except Exception:
             return False
 

@@ -40,22 +40,24 @@ from pydantic import BaseModel
 from ..errors import (
     BudgetExceeded,
     CacheMissError,
-    FatalTransportError,
-    LLMCallError,
     LLMConfigError,
 )
 from .cache import CachedResponse, LLMCache, cache_key
-from .coalesce import SingleFlight, claim_or_wait
+from .coalesce import Heartbeat, SingleFlight, claim_or_wait
 from .redact import Secrets
-from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, Exhausted, RetryPolicy, Tries
+from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
+from .send import Call, Sender
 from .stats import ROLES, LLMStats
-from .structured import ModeChooser, build_request, parse_json_output, repair_messages
-from .transport import MAX_RETRY_AFTER_S, Transport, make_transport
+from .structured import parse_json_output, repair_messages
+from .transport import MAX_RETRY_AFTER_S, Transport
 
 if TYPE_CHECKING:
     from ..config import RagdiveConfig
 
 __all__ = ["LLMClient", "LLMResult"]
+
+#: how long :meth:`LLMClient.aclose` waits for the HTTP session to close
+CLOSE_TIMEOUT_S = 5.0
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
@@ -111,11 +113,9 @@ class LLMClient:
         )
         self.secrets = Secrets(cfg.llm)
         self._stats = LLMStats()
-        self._transport: Transport | None = None
+        self._sender = Sender(cfg, self.retry, self.secrets, self._stats)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: asyncio.Semaphore | None = None
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
-        self._modes = ModeChooser()
         self._lifetime: AsyncIterator[None] | None = None
 
     @classmethod
@@ -154,10 +154,8 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop = loop
-            self._sem = asyncio.Semaphore(self.cfg.concurrency)
+            self._sender.bind_loop()
             self._flight.reset()
-            if self._transport is not None:
-                self._transport.reset_loop()
             # an async generator parked at its yield: asyncio.run() (loop.shutdown_asyncgens)
             # finalizes it before closing the loop, which closes our HTTP session in its own
             # loop even when nobody calls aclose()
@@ -169,27 +167,37 @@ class LLMClient:
         try:
             yield
         finally:
-            if self._transport is not None:
-                try:
-                    await self._transport.aclose()
-                except Exception:
-                    pass
+            await self._close_session()
 
-    def _get_transport(self) -> Transport:
-        if self._transport is None:
-            self._transport = make_transport(self.cfg.llm.transport, self.cfg.llm.api_base, self.cfg.concurrency)
-        return self._transport
+    @property
+    def _transport(self) -> Transport | None:
+        """The transport, None until a request needed one."""
+        return self._sender.built
 
     async def aclose(self) -> None:
-        """Close the HTTP session and the cache."""
-        if self._transport is not None:
-            await self._transport.aclose()
-        self.close()
+        """Close the HTTP session and the cache. Bounded (a transport that does not
+        close within :data:`CLOSE_TIMEOUT_S` is left to the process exit) and never
+        raising: it runs at shutdown, maybe after an interrupt; the cache is closed
+        whatever happens to the session."""
+        try:
+            await self._close_session()
+        finally:
+            self.close()
+
+    async def _close_session(self) -> None:
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await self._sender.aclose()
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
 
     def close(self) -> None:
-        """Close the cache (the HTTP session needs :meth:`aclose`)."""
+        """Close the cache (the HTTP session needs :meth:`aclose`); never raises."""
         if self.cache is not None:
-            self.cache.close()
+            try:
+                self.cache.close()
+            except Exception:  # noqa: BLE001 - a broken cache must not break the shutdown
+                pass
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -217,9 +225,9 @@ class LLMClient:
         js = schema.model_json_schema()
         configured = self.cfg.llm.structured_output
         msgs = [dict(m) for m in messages]
-        call = _Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured)
+        call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured)
         self._stats.bump(role, model, calls=1)
-        r1, c1 = await self._complete(msgs, call)
+        r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
         value, err = parse_json_output(r1.content, schema)
         if value is not None:
@@ -228,7 +236,7 @@ class LLMClient:
         # one repair call quoting the error
         assert err is not None
         self._stats.bump(role, model, calls=1, repairs=1)
-        r2, c2 = await self._complete(repair_messages(msgs, r1.content, err, js), call, repair=True)
+        r2, c2, k2 = await self._complete(repair_messages(msgs, r1.content, err, js), call, repair=True)
         value, err2 = parse_json_output(r2.content, schema)
         costs = [r.cost_usd for r, c in ((r1, c1), (r2, c2)) if not c and r.cost_usd is not None]
         pt = tokens[0] + (r2.prompt_tokens if not c2 else 0)
@@ -236,7 +244,12 @@ class LLMClient:
         error = None
         if value is None:
             self._stats.bump(role, model, invalid_outputs=1)
-            error = f"invalid output after one repair: {err2} (first reply: {err})"
+            error = self.secrets.redact(f"invalid output after one repair: {err2} (first reply: {err})")
+            await self._forget_invalid([(k1, c1), (k2, c2)])
+        elif not c1:
+            # the first reply was held back as invalid; with its repair it is a usable pair:
+            # store it now so that a replay finds both
+            await self._store(k1, r1)
         cost = sum(costs) if costs else None
         return LLMResult(value, r2.content, error, c1 and c2, r2.model or model, role, prompt_id, True, pt, ct, cost)
 
@@ -255,8 +268,8 @@ class LLMClient:
         _check_role(role)
         temperature, seed = self._sampling(role, seed)
         self._stats.bump(role, model, calls=1)
-        call = _Call(role, model, temperature, seed, prompt_id, prompt_version)
-        r, cached = await self._complete([dict(m) for m in messages], call)
+        call = Call(role, model, temperature, seed, prompt_id, prompt_version)
+        r, cached, _ = await self._complete([dict(m) for m in messages], call)
         return LLMResult(
             r.content,
             r.content,
@@ -289,9 +302,10 @@ class LLMClient:
 
     # -- the call path -----------------------------------------------------
     async def _complete(
-        self, messages: list[dict[str, Any]], call: _Call, *, repair: bool = False
-    ) -> tuple[CachedResponse, bool]:
-        """(response, from_cache) for one logical call: cache, single flight, fetch, store."""
+        self, messages: list[dict[str, Any]], call: Call, *, repair: bool = False
+    ) -> tuple[CachedResponse, bool, str]:
+        """(response, from_cache, key) for one logical call: cache, single flight,
+        fetch, store (a structured reply only when it parses)."""
         await self._bind_loop()
         key = cache_key(
             model=call.model,
@@ -307,16 +321,16 @@ class LLMClient:
         (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call))
         if shared:
             self._hit(call)
-        return resp, cached or shared
+        return resp, cached or shared, key
 
-    def _hit(self, call: _Call, *, waited: bool = False) -> None:
+    def _hit(self, call: Call, *, waited: bool = False) -> None:
         if self.cache is not None:
             self.cache.stats.hits += 1
             if waited:
                 self.cache.stats.waits += 1
         self._stats.bump(call.role, call.model, cache_hits=1)
 
-    async def _lead(self, key: str, messages: list[dict[str, Any]], call: _Call) -> tuple[CachedResponse, bool]:
+    async def _lead(self, key: str, messages: list[dict[str, Any]], call: Call) -> tuple[CachedResponse, bool]:
         """The first caller of a request in this process: cache, claim, fetch, store."""
         cache = self.cache
         if cache is not None and cache.reads:
@@ -330,28 +344,48 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             raise CacheMissError(call.role, call.model, call.prompt_id, key)
         coordinate = cache is not None and cache.record_mode.coordinates
+        heartbeat: Heartbeat | None = None
         if coordinate:
             assert cache is not None
-            ttl = self.retry.worst_case_s() + 30.0
-            hit, waited = await claim_or_wait(cache, key, ttl, self._io)
+            hit, waited = await claim_or_wait(cache, key, self._io)
             if hit is not None:
                 self._hit(call, waited=waited)
                 return hit, True
+            heartbeat = Heartbeat(cache, key, self._io).start()
         released = False
         try:
             if cache is not None:
                 cache.stats.misses += 1
             self._stats.bump(call.role, call.model, cache_misses=1)
             self._check_budget()
-            resp = await self._fetch(messages, call)
-            if cache is not None:
-                # stored at once (an interrupted run repeats no finished call), and our claim dropped
+            resp = await self._sender.fetch(messages, call)
+            if cache is not None and _usable(call, resp):
+                # stored at once (an interrupted run repeats no finished call), and our claim dropped;
+                # a structured reply that does not parse is never stored (a rerun asks again)
                 released = await self._io(cache.set, key, resp, release=coordinate)
             return resp, False
         finally:
+            if heartbeat is not None:
+                heartbeat.stop()
             if coordinate and not released:
                 assert cache is not None
                 cache.release(key)
+
+    async def _store(self, key: str, resp: CachedResponse) -> None:
+        if self.cache is not None:
+            await self._io(self.cache.set, key, resp)
+
+    async def _forget_invalid(self, calls: list[tuple[str, bool]]) -> None:
+        """An output that stayed invalid: count what was held back, and drop what
+        an older run had stored of it, so that the next run asks again."""
+        cache = self.cache
+        if cache is None or not cache.writes:
+            return
+        for key, cached in calls:
+            if cached:
+                await self._io(cache.discard, key)
+            else:
+                cache.stats.rejected += 1
 
     async def _io(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         """A cache write: in a worker thread when ``io_threads`` (a busy SQLite
@@ -368,95 +402,9 @@ class LLMClient:
         if spent >= max_cost:
             raise BudgetExceeded(spent, max_cost, self._stats.spend_breakdown())
 
-    async def _fetch(self, messages: list[dict[str, Any]], call: _Call) -> CachedResponse:
-        """Send with retries; account requests, tokens and cost."""
-        role, model = call.role, call.model
-        api_key = self.secrets.api_key()
-        transport = self._get_transport()
-        mode = None
-        if call.json_schema is not None and call.configured:
-            mode = self._modes.mode(model, call.configured, transport)
-        req = build_request(
-            messages,
-            mode=mode,
-            temperature=call.temperature,
-            seed=call.seed,
-            schema=call.schema,
-            json_schema=call.json_schema,
-        )
-        sem = self._sem
-        assert sem is not None
-
-        async def attempt() -> CachedResponse:
-            async with sem:
-                self._stats.bump(role, model, requests=1)
-                async with self.retry.deadline():
-                    return await transport.send(model, req, api_key, self.retry.timeout_s)
-
-        tries = Tries()
-        while True:
-            try:
-                out = await self.retry.run(attempt, tries, on_retry=lambda: self._stats.bump(role, model, retries=1))
-                break
-            except FatalTransportError as e:
-                if self._modes.can_fall_back(call.configured, req, e.status):
-                    # the server refuses json_schema: JSON mode for this model from now on
-                    self._modes.refused_schema(model)
-                    req = build_request(
-                        messages,
-                        mode="json_object",
-                        temperature=call.temperature,
-                        seed=call.seed,
-                        schema=call.schema,
-                        json_schema=call.json_schema,
-                    )
-                    tries.n -= 1
-                    continue
-                self._stats.bump(role, model, errors=1)
-                raise LLMCallError(
-                    self.secrets.redact(f"LLM call failed for role {role}, model {model} ({self.transport_name}): {e}"),
-                    role=role,
-                    model=model,
-                    attempts=tries.n,
-                    status=e.status,
-                ) from None
-        if isinstance(out, Exhausted):
-            self._stats.bump(role, model, errors=1)
-            raise LLMCallError(
-                self.secrets.redact(
-                    f"LLM call failed for role {role}, model {model} ({self.transport_name}) "
-                    f"after {out.attempts} attempts: {out.error}"
-                ),
-                role=role,
-                model=model,
-                attempts=out.attempts,
-                status=out.error.status,
-            )
-        cost = out.cost_usd
-        self._stats.bump(
-            role,
-            model,
-            prompt_tokens=out.prompt_tokens,
-            completion_tokens=out.completion_tokens,
-            cost_usd=cost,
-            unpriced_requests=0 if cost is not None else 1,
-        )
-        return out
-
-
-@dataclass(frozen=True)
-class _Call:
-    """What one logical call asks for (the repair call asks for the same)."""
-
-    role: str
-    model: str
-    temperature: float
-    seed: int | None
-    prompt_id: str | None
-    prompt_version: str | None
-    schema: type[BaseModel] | None = None
-    json_schema: dict[str, Any] | None = None
-    configured: str | None = None
+def _usable(call: Call, resp: CachedResponse) -> bool:
+    """Whether a reply may be stored: any text reply; a structured one that parses."""
+    return call.schema is None or parse_json_output(resp.content, call.schema)[0] is not None
 
 
 def _check_role(role: str) -> None:

@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from .cache import CachedResponse, LLMCache
+from .claims import HEARTBEAT_S, Watch
 
-__all__ = ["CLAIM_POLL_S", "SingleFlight", "claim_or_wait"]
+__all__ = ["CLAIM_POLL_S", "Heartbeat", "SingleFlight", "claim_or_wait"]
 
 CLAIM_POLL_S = 0.05
 
@@ -66,12 +67,15 @@ class SingleFlight(Generic[R]):
                 fut.exception()  # mark retrieved: no "never retrieved" noise
 
 
-async def claim_or_wait(cache: LLMCache, key: str, ttl_s: float, io: IO) -> tuple[CachedResponse | None, bool]:
+async def claim_or_wait(cache: LLMCache, key: str, io: IO) -> tuple[CachedResponse | None, bool]:
     """(answer, waited): another process's stored answer, or (None, ...) once
     this process holds the claim on ``key`` (it must then fetch, store and
-    release). ``io`` runs the cache's blocking writes (in a worker thread)."""
+    release; :class:`Heartbeat` keeps the claim alive meanwhile). A stale
+    claim is taken over (:mod:`.claims`). ``io`` runs the cache's blocking
+    writes (in a worker thread)."""
     waited = False
-    while not await io(cache.claim, key, ttl_s):
+    watch = Watch()
+    while not await io(cache.claim, key, None, watch):
         # another process is fetching this very request: wait for its answer
         waited = True
         await asyncio.sleep(CLAIM_POLL_S)
@@ -84,3 +88,29 @@ async def claim_or_wait(cache: LLMCache, key: str, ttl_s: float, io: IO) -> tupl
         cache.release(key)
         return hit, waited
     return None, waited
+
+
+class Heartbeat:
+    """Renews this process's claim on ``key`` every :data:`.claims.HEARTBEAT_S`
+    seconds until stopped (or until the claim is no longer ours)."""
+
+    def __init__(self, cache: LLMCache, key: str, io: IO) -> None:
+        self._cache = cache
+        self._key = key
+        self._io = io
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> Heartbeat:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"ragdive-claim-{self._key[:8]}")
+        return self
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            if not await self._io(self._cache.heartbeat, self._key):
+                return
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None

@@ -1,15 +1,73 @@
 """The API key of a call, and the scrubbing of secrets from every text that
-leaves the LLM client (error messages, reasons, warnings)."""
+leaves the LLM client (error messages, invalid-output reasons, the circuit
+breaker's message, endpoint names).
+
+Scrubbed: every key a request actually used; the value of ``llm.api_key_env``;
+the value of every environment variable whose name says it is a credential
+(``*API_KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...: the variable
+litellm picked for a provider, ``OPENAI_API_KEY`` included, whichever it was);
+the user info and the query values of ``api_base`` (and of ``OPENAI_API_BASE``
+/ ``OPENAI_BASE_URL``, which the lean HTTP path falls back to), also in their
+URL-encoded form; and, whatever their origin, ``Bearer <token>``,
+``api-key=<value>``-style pairs and ``sk-...`` keys.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 
 from ..config import LLMConfig
 from ..errors import LLMConfigError
 
-__all__ = ["Secrets"]
+__all__ = ["MASK", "Secrets", "redact_url"]
+
+MASK = "***"
+_MIN_SECRET = 4
+_CREDENTIAL_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+_BASE_VARS = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{6,}"), rf"\1\2{MASK}"),
+    (
+        re.compile(
+            r"(?i)((?:api[-_]?key|x-api-key|access[-_]?token|token|secret|password|key|sig|signature)"
+            r"[\"']?\s*[=:]\s*[\"']?)[^\s&\"',;}]{4,}"
+        ),
+        rf"\1{MASK}",
+    ),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), f"sk-{MASK}"),
+)
+
+
+def _url_secrets(url: str | None) -> list[str]:
+    """The user name, password and query values of a URL."""
+    if not url:
+        return []
+    try:
+        parts = urllib.parse.urlsplit(url)
+        out = [parts.username or "", parts.password or ""]
+        out += [v for _, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=False)]
+    except ValueError:
+        return []
+    return out
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user info and with every query value masked (for messages)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return MASK
+    if not parts.scheme:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    if "@" in parts.netloc:
+        netloc = f"{MASK}@{netloc}"
+    query = "&".join(
+        f"{k}={MASK}" for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 class Secrets:
@@ -17,31 +75,48 @@ class Secrets:
 
     def __init__(self, llm: LLMConfig) -> None:
         self.llm = llm
+        self._used: set[str] = set()
 
     def api_key(self) -> str | None:
         """The key to send: ``llm.api_key_env``'s value (read at call time), else
         for the lean HTTP path ``OPENAI_API_KEY`` (litellm finds the provider's
-        usual variable itself)."""
+        usual variable itself). Remembered for :meth:`redact`."""
         env = self.llm.api_key_env
         if not env:
-            if self.llm.transport == "openai_http":
-                return os.environ.get("OPENAI_API_KEY") or None
-            return None
-        key = os.environ.get(env)
-        if not key:
-            raise LLMConfigError(f"environment variable {env} (llm.api_key_env) is not set or empty")
+            key = os.environ.get("OPENAI_API_KEY") or None if self.llm.transport == "openai_http" else None
+        else:
+            key = os.environ.get(env)
+            if not key:
+                raise LLMConfigError(f"environment variable {env} (llm.api_key_env) is not set or empty")
+        if key:
+            self._used.add(key)
         return key
 
-    def redact(self, text: str) -> str:
-        """``text`` without the API key or a password in api_base."""
+    def _secrets(self) -> list[str]:
+        found = set(self._used)
         env = self.llm.api_key_env
-        secrets = [os.environ.get(env) or ""] if env else []
-        if self.llm.api_base:
-            try:
-                secrets.append(urllib.parse.urlsplit(self.llm.api_base).password or "")
-            except ValueError:
-                pass
-        for secret in secrets:
-            if len(secret) >= 4:
-                text = text.replace(secret, "***")
+        if env and os.environ.get(env):
+            found.add(os.environ[env])
+        for name, value in os.environ.items():
+            if value and _CREDENTIAL_NAME.search(name) and len(value) >= 8:
+                found.add(value)
+        for url in (self.llm.api_base, *(os.environ.get(v) for v in _BASE_VARS)):
+            found.update(_url_secrets(url))
+        out: set[str] = set()
+        for s in found:
+            if len(s) >= _MIN_SECRET:
+                out.add(s)
+                out.add(urllib.parse.quote(s, safe=""))
+                out.add(urllib.parse.quote_plus(s))
+        return sorted(out, key=len, reverse=True)  # longest first: no partial leftovers
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret (see the module docstring) masked."""
+        for secret in self._secrets():
+            text = text.replace(secret, MASK)
+        for pattern, repl in _PATTERNS:
+            text = pattern.sub(repl, text)
         return text
+
+    def redact_url(self, url: str) -> str:
+        return self.redact(redact_url(url))

@@ -15,7 +15,8 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from ..errors import TransientTransportError
+from ..errors import FatalTransportError, TransientTransportError
+from .breaker import CircuitBreaker
 from .cache import CachedResponse
 from .transport import MAX_RETRY_AFTER_S
 
@@ -62,6 +63,7 @@ class RetryPolicy:
         tries: Tries,
         *,
         on_retry: Callable[[], None] | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> CachedResponse | Exhausted:
         """The response of the first attempt that succeeds, or :class:`Exhausted`.
 
@@ -70,25 +72,56 @@ class RetryPolicy:
         the wait for a slot nor a backoff sleep counts or holds one. A
         :class:`~pytest_ragdive.errors.FatalTransportError` propagates;
         ``tries.n`` counts the attempts made (a structured-mode fallback goes
-        on counting in the same ``tries``).
+        on counting in the same ``tries``). Each outcome is reported to
+        ``breaker``; ``attempt()`` calls its ``before_attempt()`` once it holds
+        a slot, and a backoff sleep ends early (EndpointUnavailable) when the
+        breaker opens meanwhile.
         """
         while True:
             tries.n += 1
             try:
-                return await attempt()
+                resp = await attempt()
             except TimeoutError:
-                err = TransientTransportError(f"timed out after {self.timeout_s:g} s")
+                err = TransientTransportError(f"timed out after {self.timeout_s:g} s", unreachable=True)
             except TransientTransportError as e:
                 err = e
+            except FatalTransportError:
+                if breaker is not None:
+                    breaker.alive()
+                raise
+            else:
+                if breaker is not None:
+                    breaker.alive()
+                return resp
+            if breaker is not None:
+                if err.unreachable:
+                    breaker.unreachable(str(err))
+                else:
+                    breaker.alive()
             if tries.n > self.max_retries:
                 return Exhausted(err, tries.n)
             if on_retry is not None:
                 on_retry()
-            await asyncio.sleep(self.backoff(tries.n, err.retry_after))
+            await _sleep(self.backoff(tries.n, err.retry_after), breaker)
 
     def deadline(self) -> asyncio.Timeout:
         """The per-attempt timeout, as an async context manager."""
         return asyncio.timeout(self.timeout_s)
+
+
+async def _sleep(delay: float, breaker: CircuitBreaker | None) -> None:
+    """Sleep ``delay`` seconds, or until ``breaker`` opens (then raise its error)."""
+    if breaker is None:
+        await asyncio.sleep(delay)
+        return
+    loop = asyncio.get_running_loop()
+    end = loop.time() + delay
+    while (left := end - loop.time()) > 0:
+        await asyncio.sleep(min(left, _BREAKER_POLL_S))
+        breaker.before_attempt()
+
+
+_BREAKER_POLL_S = 0.1
 
 
 @dataclass

@@ -23,6 +23,8 @@ class CacheStats(BaseModel):
     corrupt: int = 0
     errors: int = 0
     waits: int = 0  # misses answered by another process's in-flight call
+    rejected: int = 0  # replies not stored because they stayed invalid (a rerun asks again)
+    unusable: int = 0  # processes that found the cache unusable (corrupt cache.db) and ran without it
 
     def merge(self, other: CacheStats) -> CacheStats:
         for name in type(self).model_fields:
@@ -39,8 +41,12 @@ class CacheStats(BaseModel):
         extra = ""
         if self.corrupt:
             extra += f", {self.corrupt} corrupt dropped"
+        if self.rejected:
+            extra += f", {self.rejected} invalid not stored"
         if self.errors:
             extra += f", {self.errors} errors"
+        if self.unusable:
+            extra += ", UNUSABLE (corrupt cache.db): ran without a cache"
         return f"cache: {self.hits} hits, {self.misses} misses{rate}, {self.stores} stored{extra}"
 
 

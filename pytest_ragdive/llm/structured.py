@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import one_line
-from .cache import canonical_json
+from .keys import canonical_json
 from .transport import Request, Transport
 
 __all__ = [

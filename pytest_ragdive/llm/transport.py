@@ -13,6 +13,7 @@ import email.utils
 import json
 import os
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -78,6 +79,10 @@ class Transport(Protocol):
 
     def supports_schema(self, model: str) -> bool: ...
 
+    def endpoint(self, model: str) -> str:
+        """Where requests for ``model`` go (a URL, not yet redacted)."""
+        ...
+
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse: ...
 
 
@@ -106,6 +111,12 @@ class LiteLLMTransport:
                 await closer()
             except Exception:
                 pass
+
+    def endpoint(self, model: str) -> str:
+        if self.api_base:
+            return self.api_base
+        provider = model.split("/", 1)[0] if "/" in model else "default"
+        return f"litellm provider {provider!r}"
 
     def supports_schema(self, model: str) -> bool:
         try:
@@ -173,7 +184,9 @@ def _litellm_error(e: Exception) -> Exception:
         if headers is None:
             headers = getattr(e, "headers", None)
         return _Transient(msg, 429, _retry_after(headers))
-    if name in ("Timeout", "APITimeoutError", "APIConnectionError", "ServiceUnavailableError", "InternalServerError"):
+    if name in ("Timeout", "APITimeoutError", "APIConnectionError"):
+        return _Transient(msg, status, unreachable=True)
+    if name in ("ServiceUnavailableError", "InternalServerError"):
         return _Transient(msg, status)
     verdict = _classify_status(status)
     if verdict is True:
@@ -181,7 +194,9 @@ def _litellm_error(e: Exception) -> Exception:
     if verdict is False:
         return _Fatal(msg, status)
     mod = type(e).__module__ or ""
-    if mod.startswith(("litellm", "openai", "httpx", "aiohttp")) or isinstance(e, (OSError, TimeoutError)):
+    if isinstance(e, (OSError, TimeoutError)):
+        return _Transient(msg, status, unreachable=status is None)
+    if mod.startswith(("litellm", "openai", "httpx", "aiohttp")):
         return _Transient(msg, status)
     return _Fatal(msg, status)
 
@@ -250,7 +265,10 @@ class OpenAIHTTPTransport:
     def __init__(self, api_base: str | None, concurrency: int) -> None:
         # as litellm does for openai/ models: the configured base, else the environment's
         base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
-        self.url = base.rstrip("/") + "/chat/completions"
+        self.base = base
+        # the path appended, a query string (?api-version=..., ?api-key=...) kept
+        parts = urllib.parse.urlsplit(base)
+        self.url = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
         self.concurrency = concurrency
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -258,6 +276,9 @@ class OpenAIHTTPTransport:
 
     def supports_schema(self, model: str) -> bool:
         return True
+
+    def endpoint(self, model: str) -> str:
+        return self.base
 
     def reset_loop(self) -> None:
         old, self._session = self._session, None
@@ -308,7 +329,7 @@ class OpenAIHTTPTransport:
         except asyncio.CancelledError:
             raise
         except (aiohttp.ClientError, OSError) as e:
-            raise _Transient(f"connection error: {type(e).__name__}: {e}") from None
+            raise _Transient(f"connection error: {type(e).__name__}: {e}", unreachable=True) from None
         if status >= 400:
             detail = raw[:300].decode("utf-8", "replace")
             try:

@@ -21,9 +21,12 @@ Before the LLM call a cheap deterministic pre-check runs (:func:`precheck`):
 A pre-check failure counts as an invalid verdict of that check (and as
 ``prechecked``) without an LLM call; the generator gets the reason as
 feedback like any other. When the validator's own output cannot be parsed
-(after the client's one repair call), the candidate is accepted, flagged
-``unvalidated`` and counted under ``validator_errors``: a broken validator
-must not silently empty the suite.
+(after the client's one repair call), the check fails closed: the candidate
+is *not* valid (failed check ``validator_error``, counted under
+``validator_errors`` and ``invalid``), so it is regenerated and then dropped
+or flagged like any invalid turn; an unchecked turn never passes as checked.
+The counts say why a suite came out empty (the unusable reply is not
+cached, so a rerun asks the validator again).
 
 Counts per check and per role are kept in :class:`ValidationStats`, stored on
 each generated conversation as ``conv.validation`` and merged across
@@ -56,6 +59,7 @@ CHECKS: tuple[str, ...] = (
 )
 # not validator checks, but counted the same way
 MALFORMED_OUTPUT = "malformed_output"  # the generator's reply did not parse
+VALIDATOR_ERROR = "validator_error"  # the validator's reply did not parse (the turn fails closed)
 
 # the paper's category names (RAG-DIVE section 5.2) and a few spellings models use
 _CHECK_ALIASES: dict[str, str] = {
@@ -287,9 +291,12 @@ async def validate_turn(
         "validator", messages, ValidatorOutput, prompt_id=prompt.id, prompt_version=prompt.version, seed=seed
     )
     out = res.value
-    if out is None:
+    if out is None:  # fail closed: an unchecked turn is not a valid one
         return TurnVerdict(
-            valid=True, reason=f"validator output unusable: {res.error or 'invalid'}", source="validator_error"
+            valid=False,
+            reason=f"validator output unusable: {res.error or 'invalid'}",
+            source="validator_error",
+            failed_checks=[VALIDATOR_ERROR],
         )
     if out.valid:
         return TurnVerdict(valid=True, reason=out.reason, source="llm")

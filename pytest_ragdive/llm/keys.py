@@ -1,0 +1,46 @@
+"""Cache keys: sha256 of the canonical JSON of everything that can change an answer
+(see :mod:`.cache` for what goes in and what never does)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+__all__ = ["KEY_VERSION", "cache_key", "canonical_json"]
+
+#: bump when the meaning of a key changes (e.g. the client's JSON instructions)
+KEY_VERSION = 1
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    temperature: float | None,
+    seed: int | None,
+    schema: dict[str, Any] | None = None,
+    structured: str | None = None,
+    prompt_id: str | None = None,
+    prompt_version: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """sha256 hex of the canonical JSON of everything that can change the answer."""
+    data: dict[str, Any] = {
+        "v": KEY_VERSION,
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "seed": seed,
+        "schema": schema,
+        "structured": structured if schema is not None else None,
+        "prompt_id": prompt_id,
+        "prompt_version": prompt_version,
+    }
+    if extra:
+        data["extra"] = extra
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()

@@ -1,0 +1,186 @@
+"""One request to the model: the structured mode and its fallback, the
+concurrency slot, the circuit breaker of its endpoint, retries (:mod:`.retry`)
+and the accounting of requests, tokens and cost; a failure ends as one
+redacted :class:`~pytest_ragdive.errors.LLMCallError` (or
+:class:`~pytest_ragdive.errors.EndpointUnavailable` once the breaker is open).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ..errors import FatalTransportError, LLMCallError, LLMError
+from .breaker import CircuitBreaker
+from .cache import CachedResponse
+from .redact import Secrets
+from .retry import Exhausted, RetryPolicy, Tries
+from .stats import LLMStats
+from .structured import ModeChooser, build_request
+from .transport import Transport, make_transport
+
+if TYPE_CHECKING:
+    from ..config import RagdiveConfig
+
+__all__ = ["Call", "Sender"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """What one logical call asks for (the repair call asks for the same)."""
+
+    role: str
+    model: str
+    temperature: float
+    seed: int | None
+    prompt_id: str | None
+    prompt_version: str | None
+    schema: type[BaseModel] | None = None
+    json_schema: dict[str, Any] | None = None
+    configured: str | None = None
+
+
+class Sender:
+    """Sends requests for one client: its transport, slots, breakers and modes."""
+
+    def __init__(self, cfg: RagdiveConfig, retry: RetryPolicy, secrets: Secrets, stats: LLMStats) -> None:
+        self.cfg = cfg
+        self.retry = retry
+        self.secrets = secrets
+        self._stats = stats
+        self._transport: Transport | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._modes = ModeChooser()
+        self._breakers: dict[str, CircuitBreaker] = {}
+
+    @property
+    def built(self) -> Transport | None:
+        """The transport, if one was built (None: no request was ever needed)."""
+        return self._transport
+
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = make_transport(self.cfg.llm.transport, self.cfg.llm.api_base, self.cfg.concurrency)
+        return self._transport
+
+    def bind_loop(self) -> None:
+        """New loop-bound state (slots, HTTP session) for the running loop."""
+        self._sem = asyncio.Semaphore(self.cfg.concurrency)
+        if self._transport is not None:
+            self._transport.reset_loop()
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
+
+    def _breaker(self, transport: Transport, model: str) -> CircuitBreaker:
+        """The circuit breaker of the endpoint ``model`` is reached at (one per endpoint)."""
+        endpoint = self.secrets.redact_url(transport.endpoint(model))
+        breaker = self._breakers.get(endpoint)
+        if breaker is None:
+            llm = self.cfg.llm
+            breaker = CircuitBreaker(
+                endpoint,
+                llm.breaker_failures,
+                2 * llm.timeout_s,
+                redact=self.secrets.redact,
+            )
+            self._breakers[endpoint] = breaker
+        return breaker
+
+    async def fetch(self, messages: list[dict[str, Any]], call: Call) -> CachedResponse:
+        """Send with retries; account requests, tokens and cost."""
+        role, model = call.role, call.model
+        api_key = self.secrets.api_key()
+        transport = self.transport()
+        mode = None
+        if call.json_schema is not None and call.configured:
+            mode = self._modes.mode(model, call.configured, transport)
+        req = build_request(
+            messages,
+            mode=mode,
+            temperature=call.temperature,
+            seed=call.seed,
+            schema=call.schema,
+            json_schema=call.json_schema,
+        )
+        sem = self._sem
+        assert sem is not None
+
+        breaker = self._breaker(transport, model)
+
+        async def attempt() -> CachedResponse:
+            async with sem:
+                breaker.before_attempt()
+                self._stats.bump(role, model, requests=1)
+                async with self.retry.deadline():
+                    return await transport.send(model, req, api_key, self.retry.timeout_s)
+
+        tries = Tries()
+        while True:
+            try:
+                out = await self.retry.run(
+                    attempt, tries, on_retry=lambda: self._stats.bump(role, model, retries=1), breaker=breaker
+                )
+                break
+            except FatalTransportError as e:
+                if self._modes.can_fall_back(call.configured, req, e.status):
+                    # the server refuses json_schema: JSON mode for this model from now on
+                    self._modes.refused_schema(model)
+                    req = build_request(
+                        messages,
+                        mode="json_object",
+                        temperature=call.temperature,
+                        seed=call.seed,
+                        schema=call.schema,
+                        json_schema=call.json_schema,
+                    )
+                    tries.n -= 1
+                    continue
+                self._stats.bump(role, model, errors=1)
+                raise LLMCallError(
+                    self.secrets.redact(f"LLM call failed for role {role}, model {model} ({self.cfg.llm.transport}): {e}"),
+                    role=role,
+                    model=model,
+                    attempts=tries.n,
+                    status=e.status,
+                ) from None
+            except LLMError:
+                self._stats.bump(role, model, errors=1)
+                raise
+            except Exception as e:  # a transport's unexpected error: its text may quote the request
+                self._stats.bump(role, model, errors=1)
+                raise LLMCallError(
+                    self.secrets.redact(
+                        f"LLM call failed for role {role}, model {model} ({self.cfg.llm.transport}): "
+                        f"{type(e).__name__}: {e}"
+                    ),
+                    role=role,
+                    model=model,
+                    attempts=tries.n,
+                ) from None
+        if isinstance(out, Exhausted):
+            self._stats.bump(role, model, errors=1)
+            raise LLMCallError(
+                self.secrets.redact(
+                    f"LLM call failed for role {role}, model {model} ({self.cfg.llm.transport}) "
+                    f"after {out.attempts} attempts: {out.error}"
+                ),
+                role=role,
+                model=model,
+                attempts=out.attempts,
+                status=out.error.status,
+            )
+        cost = out.cost_usd
+        self._stats.bump(
+            role,
+            model,
+            prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens,
+            cost_usd=cost,
+            unpriced_requests=0 if cost is not None else 1,
+        )
+        return out
