@@ -73,11 +73,11 @@ class Pipeline:
         if self._loop is not None:
             if self._llm is not None and hasattr(self._llm, "aclose"):
                 try:
-                    self._loop.run(self._llm.aclose())
-                except Exception:  # noqa: BLE001 - best effort at shutdown
+                    self._loop.run(self._llm.aclose(), timeout=10)
+                except (Exception, KeyboardInterrupt):  # noqa: BLE001 - best effort at shutdown; a second Ctrl-C ends it
                     pass
-            self._loop.close()
-            self._loop = None
+            loop, self._loop = self._loop, None
+            loop.close()
 
     # -- one conversation ---------------------------------------------------
     async def run_plan(self, plan: Plan, target: AsyncTarget) -> Conversation:

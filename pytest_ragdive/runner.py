@@ -49,9 +49,9 @@ class BackgroundLoop:
 
         return asyncio.run_coroutine_threadsafe(bounded(), self._loop)
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run one coroutine on the loop without the conversation bound."""
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def close(self) -> None:
         if not self._loop.is_running():

@@ -117,14 +117,14 @@ def fault_hook(rate: float, seed: int, kinds: tuple[str, ...] = DEFAULT_FAULTS, 
 @pytest.mark.parametrize("transport", ["litellm", "openai_http"])
 def test_thirty_percent_faults_every_conversation_correct(tmp_path: Path, transport: str) -> None:
     with FakeLLMServer(
-        handler, latency_s=0.005, hang_s=2.0, retry_after_s=0.05, fault_for=fault_hook(0.3, seed=1)
+        handler, latency_s=0.005, hang_s=4.0, retry_after_s=0.05, fault_for=fault_hook(0.3, seed=1)
     ) as s:
         cfg = config_for(
             s,
             cache_dir=str(tmp_path / "cache"),
             concurrency=8,
             # generous timeout: a loaded 2-core CI machine must not turn slow replies into faults
-            llm={"transport": transport, "timeout_s": 1.0, "max_retries": 8},
+            llm={"transport": transport, "timeout_s": 2.0, "max_retries": 8},
         )
         client = LLMClient.from_config(cfg, backoff_base_s=0.02, backoff_max_s=0.2)
         convs = asyncio.run(run_all(client))

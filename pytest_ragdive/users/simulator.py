@@ -144,8 +144,6 @@ class SimulatorUser:
                     flags.append("regenerated")
                 else:
                     counts.first_try += 1
-                if cand.verdict.source == "validator_error":
-                    flags.append("unvalidated")
             elif self.settings.on_invalid == "flag" and cand.turn is not None:
                 counts.flagged += 1
                 flags.append("invalid")
