@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -61,7 +62,7 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
         sharded = [q for q in sharded if q.category in sc.categories]
     ids = [c.question_id for c in singles] + [c.id for c in scripted] + [c.id for c in logged]
     ids += [f"{q.id}.{cond}" for q in sharded for cond in sc.sharded_conditions]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    dup = sorted(i for i, n in Counter(ids).items() if n > 1)
     if dup:
         raise golden.GoldenError(f"suite {suite!r}: ids used twice across its files: {', '.join(dup[:5])}")
     gen_specs: list[dict[str, Any]] = []
@@ -121,9 +122,9 @@ def _load_logs(cfg: RagdiveConfig, path: str, suite: str) -> list[Conversation]:
     except (RagdiveFormatError, OSError) as e:
         raise golden.GoldenError(f"{path}: {e}") from None
     out = []
-    ids = [c.id for c in convs]
+    counts = Counter(c.id for c in convs)
     for c in convs:
-        if ids.count(c.id) > 1:  # an export of several runs: one script per run
+        if counts[c.id] > 1:  # an export of several runs: one script per run
             c = c.model_copy(update={"id": f"{c.id}-run{c.run}"})
         turns = [
             t.model_copy(update={"answer": None, "contexts": [], "citations": [], "scores": {}, "verdicts": {}, "flags": []})
@@ -154,7 +155,8 @@ def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:
 
 def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Plan]:
     plans: list[Plan] = []
-    for suite in cfg.selected_suites():
-        plans += plan_suite(cfg, suite, cfg.runs, llm_enabled, notes)
+    with golden.paused_gc():  # only live objects are built here (see paused_gc)
+        for suite in cfg.selected_suites():
+            plans += plan_suite(cfg, suite, cfg.runs, llm_enabled, notes)
     check_references(cfg, plans)  # corpus file and document ids (exit 4 naming the files)
     return plans

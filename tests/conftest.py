@@ -9,6 +9,7 @@ import textwrap
 # after each run, never import numpy twice (its C core cannot be reloaded).
 import numpy  # noqa: F401
 import pytest
+import yaml  # noqa: F401  (its C extension, too, is loaded once per process)
 
 # Likewise the plugin's own modules: loaded once, so classes compared with
 # isinstance/except are the same objects in every in-process run.

@@ -1,0 +1,117 @@
+"""Golden files: one parse with line numbers, linear planning, clear errors."""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_ragdive.config import RagdiveConfig
+from pytest_ragdive.errors import GoldenError
+from pytest_ragdive.planning import plan_all
+from pytest_ragdive.sources import golden
+
+
+def _cfg(tmp_path: Path, **suite: object) -> RagdiveConfig:
+    cfg = RagdiveConfig.model_validate({"suites": {"core": suite}})
+    cfg.base_dir = str(tmp_path)
+    return cfg
+
+
+def test_yaml_validation_error_names_the_rows_line(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "cases:\n"
+        "  - question_id: a\n"
+        "    question: one?\n"
+        "  - question_id: b\n"
+        "    question: two?\n"
+        "  - question_id: c\n"
+        "    questoin: typo\n"
+    )
+    with pytest.raises(GoldenError) as e:
+        golden.load_single_turn(f)
+    msg = str(e.value)
+    assert msg.startswith(f"{f}:6: ")
+    assert "question: Field required" in msg and "\n" not in msg
+
+
+def test_yaml_conversation_error_line_in_a_plain_list(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "- id: ok\n  turns:\n    - rag_input: hi\n"
+        "- id: empty\n  turns: []\n"
+    )
+    with pytest.raises(GoldenError, match=r"c\.yaml:4: turns: "):
+        golden.load_conversations(f)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("- question_id: a\n  question: [unclosed\n- question_id: b\n")
+    with pytest.raises(GoldenError, match=r"bad\.yaml:\d+: invalid YAML"):
+        golden.load_single_turn(f)
+
+
+def test_yaml_duplicate_id_names_both_lines(tmp_path: Path) -> None:
+    f = tmp_path / "d.yaml"
+    f.write_text("- {question_id: a, question: x}\n- {question_id: b, question: y}\n- {question_id: a, question: z}\n")
+    with pytest.raises(GoldenError, match=r"d\.yaml:3: duplicate id 'a' \(first at line 1\)"):
+        golden.load_single_turn(f)
+
+
+def test_yaml_and_jsonl_load_the_same_rows(tmp_path: Path) -> None:
+    rows = [{"question_id": f"q{i}", "question": f"q {i}?", "expected_answer": "x: y", "relevant_doc_ids": ["d"]}
+            for i in range(20)]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"cases": rows}))
+    (tmp_path / "s.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    assert golden.load_single_turn(tmp_path / "s.yaml") == golden.load_single_turn(tmp_path / "s.jsonl")
+
+
+def test_c_loader_used_where_pyyaml_has_it() -> None:
+    expected = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    assert golden._loader_class() is expected
+
+
+def test_paused_gc_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), golden.paused_gc():
+        assert not gc.isenabled()
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with golden.paused_gc():
+            pass
+        assert not gc.isenabled()  # was off before: stays off
+    finally:
+        gc.enable()
+
+
+def test_duplicate_ids_across_files_are_reported(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"question_id": "x", "question": "?"}\n{"question_id": "y", "question": "?"}\n')
+    (tmp_path / "b.jsonl").write_text('{"question_id": "y", "question": "?"}\n')
+    with pytest.raises(GoldenError, match="ids used twice across its files: y"):
+        plan_all(_cfg(tmp_path, single_turn=["a.jsonl", "b.jsonl"]), False, [])
+
+
+def test_planning_is_linear_in_the_number_of_rows(tmp_path: Path) -> None:
+    """Doubling the rows at most ~doubles the planning time (it was quadratic)."""
+
+    def plan_time(n: int) -> float:
+        f = tmp_path / f"s{n}.jsonl"
+        f.write_text("\n".join(json.dumps({"question_id": f"q{i}", "question": "?"}) for i in range(n)))
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            plans = plan_all(_cfg(tmp_path, single_turn=[f.name]), False, [])
+            best = min(best, time.process_time() - t0)
+        assert len(plans) == n
+        return best
+
+    small, big = plan_time(2000), plan_time(8000)
+    assert big < 8 * small + 0.05  # quadratic would be ~16x
