@@ -20,6 +20,12 @@ Not in the default set: ``"disconnect"`` (the connection is closed without a
 reply), ``"bad_body"`` (a 200 whose body is not JSON), ``"400"`` and ``"401"``
 (client errors that must not be retried).
 
+It also speaks OpenAI's files and batches endpoints (upload a JSONL file,
+create a batch, poll it, download the output file), answering each batch line
+with the same handler; ``batch_outcome`` (``completed``, ``failed``,
+``expired``, ``stuck``) and ``batch_delay_s`` script how a batch ends (see
+:mod:`pytest_ragdive.testing_batch`; ``server.batch`` holds the state).
+
 Random faults hit a ``fault_rate`` share of requests (seeded RNG); a scripted
 hook ``fault_for(body, n) -> str | None`` (``n`` = 0-based request number)
 decides per request and wins over the random draw.
@@ -49,6 +55,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .config import RagdiveConfig
+    from .testing_batch import BatchOutcome
 
 __all__ = [
     "ALL_FAULTS",
@@ -174,19 +181,42 @@ class _RequestHandler(BaseHTTPRequestHandler):
         ]
         self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
 
+    def _route(self) -> list[str]:
+        """The path's parts after an optional ``v1``: ``/v1/batches/b1`` -> ``["batches", "b1"]``."""
+        parts = [p for p in self.path.split("?")[0].split("/") if p]
+        return parts[1:] if parts[:1] == ["v1"] else parts
+
+    def _not_found(self) -> None:
+        self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
     def do_GET(self) -> None:  # noqa: N802
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            owner = self.server.owner
+        owner = self.server.owner
+        route = self._route()
+        if route == ["models"]:
             self._send_json(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
+        elif route[:1] in (["files"], ["batches"]):
+            owner._batch_get(self, route)
         else:
-            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            self._not_found()
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        route = self._route()
+        if len(route) == 2 and route[0] == "files":
+            obj = self.server.owner.batch.delete_file(route[1])
+            self._send_json(200, obj) if obj else self._not_found()
+        else:
+            self._not_found()
 
     def do_POST(self) -> None:  # noqa: N802
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+        route = self._route()
+        if route[:1] in (["files"], ["batches"]):
+            owner._batch_post(self, route, raw)
+            return
+        if route != ["chat", "completions"]:
+            self._not_found()
             return
         try:
             body = json.loads(raw or b"{}")
@@ -222,6 +252,8 @@ class FakeLLMServer:
         model: str = "fake-model",
         host: str = "127.0.0.1",
         port: int = 0,
+        batch_outcome: BatchOutcome = "completed",
+        batch_delay_s: float = 0.0,
     ) -> None:
         self.handler: Handler = handler or default_handler
         self.latency_s = latency_s
@@ -230,6 +262,10 @@ class FakeLLMServer:
         unknown = set(self.faults) - ALL_FAULTS
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}, expected a subset of {sorted(ALL_FAULTS)}")
+        from .testing_batch import BATCH_OUTCOMES
+
+        if batch_outcome not in BATCH_OUTCOMES:
+            raise ValueError(f"unknown batch_outcome {batch_outcome!r}, expected one of {', '.join(BATCH_OUTCOMES)}")
         self.fault_for = fault_for
         self.hang_s = hang_s
         self.retry_after_s = retry_after_s
@@ -250,6 +286,13 @@ class FakeLLMServer:
         self.handler_errors: list[str] = []
         self._in_flight = 0
         self.max_in_flight = 0
+        # the files and batches endpoints (batch judging)
+        from .testing_batch import BatchStore
+
+        self.batch = BatchStore()
+        self.batch.outcome = batch_outcome
+        self.batch.delay_s = batch_delay_s
+        self.batch_polls = 0
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> FakeLLMServer:
@@ -427,31 +470,78 @@ class FakeLLMServer:
             return
         if fault is None:
             self._count(200)
+        req._send_json(200, self.completion(body, content))
+
+    def completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+        """The chat.completion object answering ``body`` with ``content`` (usage: 4 characters a token)."""
         prompt_text = "".join(
             m.get("content", "") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
             for m in body.get("messages") or []
         )
         pt, ct = _tokens(prompt_text), _tokens(content)
-        model = body.get("model") or self.model
-        req._send_json(
-            200,
-            {
-                "id": f"chatcmpl-fake-{next(self._ids)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "system_fingerprint": "fp_fake",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "logprobs": None,
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
-            },
-        )
+        return {
+            "id": f"chatcmpl-fake-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "system_fingerprint": "fp_fake",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
+        }
+
+    # -- files and batches (see testing_batch) ------------------------------
+    def _answer_line(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch line: the handler's reply, as a direct call would get it (no faults, no latency)."""
+        out = self.handler(body)
+        return self.completion(body, out if isinstance(out, str) else json.dumps(out))
+
+    def _batch_get(self, req: _RequestHandler, route: list[str]) -> None:
+        store = self.batch
+        obj: Any = None
+        if route[0] == "files" and len(route) == 2:
+            obj = store.file(route[1])
+        elif route[0] == "files" and len(route) == 3 and route[2] == "content":
+            data = store.content(route[1])
+            if data is not None:
+                req._send_raw(200, data)
+                return
+        elif route == ["batches"]:
+            obj = store.list()
+        elif route[0] == "batches" and len(route) == 2:
+            with self._lock:
+                self.batch_polls += 1
+            obj = store.retrieve(route[1], self._answer_line)
+        if obj is None:
+            req._not_found()
+        else:
+            req._send_json(200, obj)
+
+    def _batch_post(self, req: _RequestHandler, route: list[str], raw: bytes) -> None:
+        from .testing_batch import BatchRequestError
+
+        store = self.batch
+        try:
+            if route == ["files"]:
+                req._send_json(200, store.upload(req.headers.get("Content-Type", ""), raw))
+            elif route == ["batches"]:
+                body = json.loads(raw or b"{}")
+                if not isinstance(body, dict):
+                    raise BatchRequestError("body is not a JSON object")
+                req._send_json(200, store.create(body))
+            elif len(route) == 3 and route[0] == "batches" and route[2] == "cancel":
+                obj = store.cancel(route[1])
+                req._send_json(200, obj) if obj else req._not_found()
+            else:
+                req._not_found()
+        except (BatchRequestError, ValueError) as e:
+            req._send_json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
 
 
 # --------------------------------------------------------------------------

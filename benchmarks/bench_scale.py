@@ -1,0 +1,187 @@
+"""Offline runs at scale: does the chatbot dominate the cost?
+
+    python benchmarks/bench_scale.py                          # 10 ... 20,000 conversations
+    python benchmarks/bench_scale.py --sizes 10,1000 --modes plain
+
+For each size, a temporary project gets a synthetic golden YAML file of
+five-turn scripted conversations (questions drawn from the bundled example's
+help-centre corpus) and the example's BM25 chatbot (`example_project/
+example_rag`) as the target, wrapped so that it measures its own CPU time
+(``time.thread_time`` around each call) and every process's peak RSS. The
+README's offline gate command runs on it, plain and with ``-n 2``
+(pytest-xdist), with ``--ragdive-report-dir`` (results.json keeps every
+context).
+
+Columns: wall s; target CPU s (summed over processes); wall / target CPU;
+the CPU of every pytest process / target CPU; peak RSS summed over the
+processes; MB per conversation (the peak's growth over the smallest size,
+divided by the extra conversations). Targets at 5,000 conversations: wall /
+target CPU at most 1.2 (plain) and under 0.05 MB per conversation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_project"
+
+TARGET = textwrap.dedent(
+    '''
+    """The example's BM25 bot, measuring its own CPU time (bench_scale)."""
+    import sys, time
+
+    sys.path.insert(0, {example!r})
+    from example_rag import make_bot
+
+    _bot = make_bot()
+    _spent = [0.0, 0]
+
+    def bot(messages):
+        t0 = time.thread_time()
+        try:
+            return _bot(messages)
+        finally:
+            _spent[0] += time.thread_time() - t0
+            _spent[1] += 1
+
+    def spent():
+        return {{"cpu": _spent[0], "calls": _spent[1]}}
+    '''
+)
+
+
+CONFTEST = textwrap.dedent(
+    '''
+    import json, os, resource, sys
+
+    def pytest_unconfigure(config):
+        """Every pytest process (controller and xdist workers) writes its peak
+        RSS and the target's CPU time spent in it."""
+        out = os.environ.get("BENCH_SCALE_OUT")
+        if not out:
+            return
+        mod = sys.modules.get("bench_target")
+        data = mod.spent() if mod is not None else {"cpu": 0.0, "calls": 0}
+        data["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
+            json.dump(data, f)
+    '''
+)
+
+
+def corpus_sentences() -> list[tuple[str, str]]:
+    out = []
+    for line in (EXAMPLE / "corpus" / "helpcentre.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        doc = json.loads(line)
+        for s in doc["text"].split(". "):
+            if len(s.split()) >= 5:
+                out.append((doc["id"], s.strip().rstrip(".")))
+    return out
+
+
+def make_project(root: Path, n: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    sents = corpus_sentences()
+    convs = []
+    for i in range(n):
+        turns = []
+        for t in range(5):
+            doc, s = rng.choice(sents)
+            words = s.split()
+            q = "What does the help centre say about " + " ".join(words[: min(6, len(words))]).lower() + "?"
+            turn = {"rag_input": q if t == 0 else "And about " + " ".join(words[:4]).lower() + "?",
+                    "ground_truth": s, "relevant_doc_ids": [doc]}
+            if t:
+                turn["standalone_question"] = q
+            turns.append(turn)
+        convs.append({"id": f"c{i:06d}", "category": rng.choice(["billing", "account", "shipping"]), "turns": turns})
+    (root / "golden").mkdir()
+    (root / "golden" / "convs.yaml").write_text(yaml.safe_dump({"conversations": convs}, sort_keys=False))
+    (root / "bench_target.py").write_text(TARGET.format(example=str(EXAMPLE)))
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "pyproject.toml").write_text(textwrap.dedent(
+        """
+        [tool.pytest.ini_options]
+        addopts = "-p no:langsmith_plugin"
+
+        [tool.ragdive]
+        target = "bench_target:bot"
+        corpus = "%s"
+
+        [tool.ragdive.suites.core]
+        conversations = ["golden/convs.yaml"]
+        """ % (EXAMPLE / "corpus" / "helpcentre.jsonl")
+    ))
+
+
+def run_once(root: Path, workers: int) -> dict[str, float]:
+    out = root / f"out-{workers}"
+    out.mkdir()
+    env = dict(os.environ, BENCH_SCALE_OUT=str(out), PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: compiled (and assertion-rewritten) modules are cached
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
+           f"--ragdive-report-dir={root / f'report-{workers}'}"]
+    if workers:
+        cmd += ["-n", str(workers)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    dumps = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    results = root / f"report-{workers}" / "results.json"
+    return {
+        "wall": wall,
+        "target": sum(d["cpu"] for d in dumps),
+        "calls": sum(d["calls"] for d in dumps),
+        "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "rss_mb": sum(d["maxrss_kb"] for d in dumps) / 1024,
+        "results_mb": results.stat().st_size / 1e6,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10,100,1000,5000,20000", help="comma-separated conversation counts")
+    ap.add_argument("--modes", default="plain,n2", help="plain and/or n2 (pytest -n 2)")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    modes = [m.strip() for m in args.modes.split(",")]
+    print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores\n")
+    header = (f"| {'convs':>6} | {'mode':5} | {'wall s':>7} | {'target CPU s':>12} | {'wall/target':>11} | "
+              f"{'CPU/target':>10} | {'ms/target call':>14} | {'peak RSS MB':>11} | {'MB/conv':>7} | {'results.json MB':>15} |")
+    print(header)
+    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    first: dict[str, tuple[int, float]] = {}
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            make_project(root, n)
+            for mode in modes:
+                r = run_once(root, 2 if mode == "n2" else 0)
+                base = first.setdefault(mode, (n, r["rss_mb"]))
+                per = (r["rss_mb"] - base[1]) / (n - base[0]) if n > base[0] else float("nan")
+                print(f"| {n:>6} | {mode:5} | {r['wall']:7.2f} | {r['target']:12.2f} | {r['wall'] / r['target']:11.2f} | "
+                      f"{r['cpu'] / r['target']:10.2f} | {1000 * r['target'] / max(1, r['calls']):14.3f} | "
+                      f"{r['rss_mb']:11.0f} | {per:7.4f} | {r['results_mb']:15.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
