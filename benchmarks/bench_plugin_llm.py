@@ -1,0 +1,217 @@
+"""The whole plugin on the LLM path: a generated and judged suite against the
+fake server at a fixed latency, per transport and concurrency.
+
+    python benchmarks/bench_plugin_llm.py                                  # 64 x 5, 8/16/32, both transports
+    python benchmarks/bench_plugin_llm.py --concurrency 32 --transports openai_http
+
+A temporary project runs ``pytest --ragdive-suite=core`` on a generated suite
+(``conversations`` x ``turns``, the RAG-DIVE simulator and validator, the
+built-in judges, the forgetfulness probe) against the bundled example's BM25
+bot, with :class:`pytest_ragdive.testing.FakeLLMServer` in its own process
+answering every prompt with a valid reply after ``latency`` seconds. Then it
+runs again on the same cache (the warm rerun).
+
+Columns: requests the server got; wall s of the test loop (pytest start-up
+and the litellm import are left out); the ideal: the larger of the request
+bound (requests x latency / concurrency) and the longest call chain of one
+conversation (simulator and validator per turn, then one wave of judge
+calls: (2 x turns + 1) x latency); efficiency = ideal / wall; client CPU per
+call (the pytest process's CPU in the test loop, less the bot's, per
+request); the warm rerun's requests and wall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_project"
+
+SERVER = r'''
+import itertools, json, sys
+from pytest_ragdive.testing import FakeLLMServer
+
+n = itertools.count()
+
+def example(schema, defs):
+    if "$ref" in schema:
+        return example(defs.get(schema["$ref"].split("/")[-1], {}), defs)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            opts = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
+            return example(opts[0], defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    t = schema.get("type")
+    if t == "object" or "properties" in schema:
+        return {k: example(v, defs) for k, v in schema.get("properties", {}).items()}
+    if t == "array":
+        return [example(schema.get("items", {}), defs) for _ in range(2)]
+    return {"string": "a fake statement", "integer": 1, "number": 1.0, "boolean": True}.get(t, "fake")
+
+def handler(body):
+    text = "\n".join(m.get("content") or "" for m in body.get("messages", []) if isinstance(m.get("content"), str))
+    if "rag_input" in text and "ground_truth" in text and "valid" not in text.split("JSON")[-1][:200]:
+        i = next(n)
+        first = "this is the first turn" in text
+        q = f"How do I change setting number {i} of my account?"
+        return {"rag_input": q, "standalone_question": q, "ground_truth": f"Open settings and pick option {i}.",
+                "question_type": "Initial" if first else "Follow-up"}
+    rf = body.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema")
+    if schema is not None and "valid" in schema.get("properties", {}):
+        return {"valid": True, "reason": "fine", "failed_checks": []}
+    if schema is None:
+        if '"valid"' in text:
+            return {"valid": True, "reason": "fine", "failed_checks": []}
+        return {"claims": [{"claim": "x", "supported": True}], "verdicts": [{"relevant": True}],
+                "statements": [{"statement": "x", "attributed": True}], "correct": True, "forgetful": False,
+                "turns": [], "retained": True}
+    return example(schema, schema.get("$defs", {}))
+
+s = FakeLLMServer(handler=handler, latency_s=float(sys.argv[1])).start()
+print(s.url, flush=True)
+for line in sys.stdin:
+    if line.strip() == "count":
+        print(json.dumps({"requests": s.request_count, "max_in_flight": s.max_in_flight}), flush=True)
+        s.reset()
+s.stop()
+'''
+
+TARGET = textwrap.dedent(
+    '''
+    import sys, time
+    sys.path.insert(0, {example!r})
+    from example_rag import make_bot
+
+    _bot = make_bot()
+    spent = [0.0]
+
+    def bot(messages):
+        t0 = time.thread_time()
+        try:
+            return _bot(messages)
+        finally:
+            spent[0] += time.thread_time() - t0
+    '''
+)
+
+CONFTEST = textwrap.dedent(
+    '''
+    import json, os, sys, time
+    import pytest
+
+    def pytest_configure(config):
+        if os.environ.get("BENCH_PREIMPORT_LITELLM"):
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm  # noqa: F401  (a fixed start-up cost, not scheduling)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(session):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return (yield)
+        finally:
+            mod = sys.modules.get("bench_target")
+            with open(os.environ["BENCH_OUT"], "w") as f:
+                json.dump({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                           "target": mod.spent[0] if mod else 0.0}, f)
+    '''
+)
+
+
+def project(root: Path, url: str, transport: str, concurrency: int, conversations: int, turns: int) -> None:
+    (root / "bench_target.py").write_text(TARGET.format(example=str(EXAMPLE)))
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [tool.pytest.ini_options]
+        addopts = "-p no:langsmith_plugin"
+
+        [tool.ragdive]
+        target = "bench_target:bot"
+        corpus = "{EXAMPLE / 'corpus' / 'helpcentre.jsonl'}"
+        model = "openai/fake-model"
+        concurrency = {concurrency}
+        cache_dir = "cache"
+
+        [tool.ragdive.llm]
+        api_base = "{url}"
+        api_key_env = "RAGDIVE_FAKE_LLM_KEY"
+        transport = "{transport}"
+
+        [tool.ragdive.suites.core.generated]
+        conversations = {conversations}
+        turns = {turns}
+        """))
+
+
+def run(root: Path, transport: str) -> dict[str, float]:
+    out = root / "out.json"
+    env = dict(os.environ, BENCH_OUT=str(out), RAGDIVE_FAKE_LLM_KEY="sk-fake",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if transport == "litellm":
+        env["BENCH_PREIMPORT_LITELLM"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
+                           f"--ragdive-report-dir={root / 'report'}"], cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    return json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--conversations", type=int, default=64)
+    ap.add_argument("--turns", type=int, default=5)
+    ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--concurrency", default="8,16,32")
+    ap.add_argument("--transports", default="openai_http,litellm")
+    args = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.latency)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    assert server.stdin is not None and server.stdout is not None
+    url = server.stdout.readline().strip()
+
+    def count() -> dict[str, int]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("count\n")
+        server.stdin.flush()
+        return json.loads(server.stdout.readline())
+
+    chain = (2 * args.turns + 1) * args.latency
+    print(f"{args.conversations} generated conversations x {args.turns} turns, judged; latency {args.latency:g} s; "
+          f"{os.cpu_count()} CPUs\n")
+    print("| transport | in flight | requests | wall s | ideal s | efficiency | client CPU ms/call | "
+          "max in flight | warm requests | warm wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    try:
+        for transport in args.transports.split(","):
+            for level in (int(x) for x in args.concurrency.split(",")):
+                with tempfile.TemporaryDirectory() as d:
+                    root = Path(d)
+                    project(root, url, transport, level, args.conversations, args.turns)
+                    count()
+                    cold = run(root, transport)
+                    c = count()
+                    warm = run(root, transport)
+                    w = count()
+                ideal = max(c["requests"] * args.latency / level, chain)
+                cpu = 1000 * (cold["cpu"] - cold["target"]) / max(1, c["requests"])
+                print(f"| {transport} | {level} | {c['requests']} | {cold['wall']:.2f} | {ideal:.2f} | "
+                      f"{ideal / cold['wall']:.2f} | {cpu:.2f} | {c['max_in_flight']} | {w['requests']} | "
+                      f"{warm['wall']:.2f} |", flush=True)
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
