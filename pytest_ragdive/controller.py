@@ -60,13 +60,6 @@ class _Collecting:
         anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
         items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        rep = yield
-        conv = getattr(item, "ragdive_result", None)
-        if call.when == "call" and conv is not None:
-            rep.ragdive_conversation = conv.model_dump_json()
-        return rep
 
 
 class _Concluding:
@@ -118,11 +111,21 @@ class _Concluding:
 
 
 class Central(_Collecting, _Concluding):
-    """A plain run: every selected conversation starts when the first item runs."""
+    """A plain run: every selected conversation starts when the first item runs.
+    Its scored conversation is gathered as it is (the one copy this process
+    holds), not through a JSON text on the report."""
 
     def __init__(self, sess: RagdiveSession) -> None:
         super().__init__(sess)
         self._started = False
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        rep = yield
+        conv = getattr(item, "ragdive_result", None)
+        if call.when == "call" and conv is not None:
+            self.sess.collected[conv.key] = conv
+        return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
         if self._started:
@@ -148,6 +151,15 @@ class DistWorker(_Collecting):
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         self.next_item = nextitem
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """The scored conversation travels to the controller as JSON on the call report."""
+        rep = yield
+        conv = getattr(item, "ragdive_result", None)
+        if call.when == "call" and conv is not None:
+            rep.ragdive_conversation = conv.model_dump_json()
+        return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
         from .items import RagdiveItem

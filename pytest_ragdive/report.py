@@ -98,8 +98,9 @@ def failing_conversations(convs: list[Conversation], metric: str, limit: int = 1
     return out
 
 
-def results_json(outcome: RunOutcome) -> dict[str, Any]:
-    """results.json: the outcome, with a flat ``suites`` map of metric values first."""
+def results_json(outcome: RunOutcome, conversations: bool = True) -> dict[str, Any]:
+    """results.json: the outcome, with a flat ``suites`` map of metric values first
+    (``conversations`` last, left out when False: :func:`write_results_json` streams them)."""
     info = outcome.info
     return {
         "status": outcome.status.value,
@@ -117,8 +118,19 @@ def results_json(outcome: RunOutcome) -> dict[str, Any]:
         "validation": {s: v.model_dump(mode="json") for s, v in outcome.validation.items()} or None,
         "diversity": outcome.diversity or None,
         "baseline_path": outcome.baseline_path,
-        "conversations": [c.model_dump(mode="json") for c in outcome.conversations],
+        **({"conversations": [c.model_dump(mode="json") for c in outcome.conversations]} if conversations else {}),
     }
+
+
+def write_results_json(path: Path, outcome: RunOutcome) -> None:
+    """results.json, one conversation at a time (pydantic's own JSON writer), so
+    the whole report is never held in memory as objects or as one string."""
+    head = json.dumps(results_json(outcome, conversations=False), indent=1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head[:-2] + ',\n "conversations": [')
+        for i, c in enumerate(outcome.conversations):
+            fh.write(("," if i else "") + "\n" + c.model_dump_json())
+        fh.write("\n ]\n}\n")
 
 
 def junit_xml(outcome: RunOutcome) -> str:
@@ -270,7 +282,7 @@ def write_reports(report_dir: Path, outcome: RunOutcome) -> list[Path]:
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     p = report_dir / "results.json"
-    p.write_text(json.dumps(results_json(outcome), indent=1) + "\n", encoding="utf-8")
+    write_results_json(p, outcome)
     written.append(p)
     if outcome.gate is not None:
         p = report_dir / "ragdive-junit.xml"

@@ -1,0 +1,39 @@
+"""results.json is written one conversation at a time and reads back unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_ragdive.conclude import RunFacts, conclude
+from pytest_ragdive.config import RagdiveConfig
+from pytest_ragdive.records import Context, Conversation, Turn
+from pytest_ragdive.report import results_json, write_results_json
+
+
+def _conv(i: int) -> Conversation:
+    return Conversation(id=f"c{i}", suite="core", turns=[Turn(
+        rag_input=f"q{i} \u00e9\"quoted\"\n", answer=f"a{i}", ground_truth="g",
+        contexts=[Context(id=f"k{k}", text=f"context {k} of {i}", doc_id="d") for k in range(3)],
+        scores={"answer_f1": 0.5 if i % 2 else None})])
+
+
+def test_streamed_results_json_matches_the_whole_document(tmp_path: Path) -> None:
+    cfg = RagdiveConfig.model_validate({"suites": {"core": {"single_turn": ["x.jsonl"]}}})
+    convs = [_conv(i) for i in range(5)]
+    outcome = conclude(convs, cfg, None, RunFacts(planned=5))
+    path = tmp_path / "results.json"
+    write_results_json(path, outcome)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    whole = json.loads(json.dumps(results_json(outcome)))
+    assert data == whole
+    assert [Conversation.model_validate(c) for c in data["conversations"]] == outcome.conversations
+    assert data["conversations"][0]["turns"][0]["contexts"][2]["text"] == "context 2 of 0"  # contexts kept
+
+
+def test_streamed_results_json_with_no_conversation(tmp_path: Path) -> None:
+    cfg = RagdiveConfig.model_validate({"suites": {"core": {"single_turn": ["x.jsonl"]}}})
+    outcome = conclude([], cfg, None, RunFacts(planned=0))
+    path = tmp_path / "results.json"
+    write_results_json(path, outcome)
+    assert json.loads(path.read_text())["conversations"] == []
