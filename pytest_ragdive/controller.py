@@ -72,6 +72,7 @@ class _Concluding:
         if data and report.when == "call":
             conv = Conversation.model_validate_json(data)
             self.sess.collected[conv.key] = conv
+            del report.ragdive_conversation  # the report stays in pytest's stats; its text need not
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:

@@ -72,6 +72,30 @@ def test_yaml_and_jsonl_load_the_same_rows(tmp_path: Path) -> None:
     assert golden.load_single_turn(tmp_path / "s.yaml") == golden.load_single_turn(tmp_path / "s.jsonl")
 
 
+@pytest.mark.parametrize("doc", [
+    "base: &b {x: 1, y: [1, 2.5, true, null, 2026-01-01, 's', '007', 0x1f]}\na: *b\nl: &l [a, b]\nm: *l\n'1': one\n",
+    "base: &b {x: 1}\nc:\n  <<: *b\n  y: 2\n",
+    "- question_id: a\n  question: |\n    two\n    lines\n  relevant_doc_ids: []\n- ~\n",
+    "? [a, b]\n: unhashable\n",
+])
+def test_fast_construction_matches_pyyaml(doc: str) -> None:
+    loader = golden._loader_class()(doc)
+    try:
+        node = loader.get_single_node()
+        try:
+            expected = yaml.safe_load(doc)
+        except yaml.YAMLError:
+            with pytest.raises(yaml.YAMLError, match="unhashable"):
+                golden._construct(loader, node)
+            return
+        got = golden._construct(loader, node)
+    finally:
+        loader.dispose()
+    assert got == expected
+    if isinstance(got, dict) and "a" in got:
+        assert got["a"] is got["base"]  # an alias is the same object, as PyYAML makes it
+
+
 def test_c_loader_used_where_pyyaml_has_it() -> None:
     expected = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
     assert golden._loader_class() is expected
