@@ -277,6 +277,7 @@ class RagdiveConfig(_Strict):
     max_reruns: int = Field(2, ge=0, le=10)  # reruns of a suite whose gate is inconclusive
     target_timeout_s: float = Field(120.0, gt=0)  # one call of the target (one turn)
     deadline_s: float | None = Field(None, gt=0)  # the whole session; then it stops, partial, ungated
+    estimate: bool = False  # --ragdive-estimate: print what the LLM calls would cost, run nothing
     # file-only settings
     autorun: bool = False
     target: str | HttpTargetConfig | None = None

@@ -202,6 +202,36 @@ class DistController(_Concluding):
                 self.sess.fatal.append(msg)
 
 
+class EstimateOnly(_Collecting):
+    """``--ragdive-estimate``: plan, collect, print the calls, tokens and cost the
+    run would make (cold and warm, per suite), and run nothing: no model, no target."""
+
+    def __init__(self, sess: RagdiveSession) -> None:
+        super().__init__(sess)
+        self.lines: list[str] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        sess = self.sess
+        if not sess.cfg.llm_enabled():
+            self.lines = [f"offline run ({len(sess.plans())} conversations): no LLM call, nothing to pay"]
+            return True
+        from .estimate import estimate_run
+
+        est = estimate_run(sess.cfg, sess.plans(), sess.pipeline.documents())
+        self.lines = est.lines() + [
+            "estimated without calling any model or the target: answers and contexts not in an earlier "
+            "results.json are assumed (sizes in pytest_ragdive.estimate.Assumptions)"
+        ]
+        return True
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.lines:
+            terminalreporter.write_sep("=", "ragdive estimate")
+            for line in self.lines:
+                terminalreporter.write_line(line)
+
+
 def activate(config: pytest.Config, asked: bool) -> None:
     """Create the session state and register the one role this process plays."""
     sess = RagdiveSession.from_pytest(config, active=asked)
@@ -209,6 +239,11 @@ def activate(config: pytest.Config, asked: bool) -> None:
     if not sess.active:
         return
     role: Central | DistWorker | DistController
+    if sess.cfg.estimate:
+        if hasattr(config, "workerinput") or _distributed(config):
+            raise pytest.UsageError("--ragdive-estimate runs nothing: leave out -n (pytest-xdist)")
+        config.pluginmanager.register(EstimateOnly(sess), "ragdive-estimate")
+        return
     if hasattr(config, "workerinput"):
         role = DistWorker(sess)
     elif config.pluginmanager.hasplugin("xdist") and _distributed(config):

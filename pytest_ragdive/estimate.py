@@ -33,6 +33,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -345,6 +346,30 @@ def _roles(calls: list[_Call], price: Callable[[str], ModelPrice | None], batch:
         r.warm_cost_usd = r.warm_prompt_tokens * inp + r.warm_completion_tokens * outp
     order = {"simulator": 0, "validator": 1, "judge": 2, "classifier": 3}
     return sorted(groups.values(), key=lambda r: (order.get(r.role, 9), r.model))
+
+
+def previous_results(path: Path) -> dict[str, Conversation]:
+    """The conversations of an earlier results.json by key ({} when there is none or it cannot be read)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {c.key: c for c in (Conversation.model_validate(x) for x in data.get("conversations") or [])}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def estimate_run(cfg: RagdiveConfig, plans: Iterable[Plan], documents: Mapping[str, Document]) -> Estimate:
+    """:func:`estimate` with what a run has: its cache (read only; record_mode ``all`` and
+    ``off`` send every call), the report dir's results.json, litellm's price map."""
+    from .cache import LLMCache
+
+    previous = previous_results(cfg.path(cfg.report_dir) / "results.json") if cfg.report_dir else {}
+    cache = LLMCache.from_config(cfg) if cfg.record_mode in ("new_episodes", "none") else None
+    try:
+        lookup = cache_lookup(cache) if cache is not None else None
+        return estimate(plans, cfg, lookup=lookup, previous=previous, documents=documents)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def cache_lookup(cache: Any) -> Lookup:

@@ -25,13 +25,14 @@ FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--ragdive-deadline", "deadline_s", "SECONDS", "end the run cleanly after this long: partial reports, no baseline, nothing gated"),
     ("--ragdive-report-dir", "report_dir", "DIR", "write results.json, ragdive-junit.xml and summary.md here"),
     ("--ragdive-max-reruns", "max_reruns", "K", "rerun a suite whose gate is inconclusive at most K more times (default 2)"),
+    ("--ragdive-estimate", "estimate", None, "print the LLM calls, tokens and USD this run would make (cold and warm) and run nothing"),
     ("--ragdive-config", "config", "FILE", "read the ragdive config from this file (default: ragdive.yaml or [tool.ragdive])"),
 ]
 
 # options whose value is a path, resolved against the invocation directory
 PATH_KEYS = ("baseline", "cache_dir", "report_dir")
 # any of these on the command line activates the plugin
-ACTIVATING = ("suite", "baseline", "update_baseline")
+ACTIVATING = ("suite", "baseline", "update_baseline", "estimate")
 
 
 def add_options(parser: pytest.Parser) -> None:
