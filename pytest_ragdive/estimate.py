@@ -175,7 +175,7 @@ class _ProbeClient:
     async def complete_json(self, role: str, messages: list[dict[str, Any]], schema: type[BaseModel], *,
                             prompt_id: str | None = None, prompt_version: str | None = None,
                             model: str | None = None, seed: int | None = None) -> _Result:
-        from .cache import cache_key
+        from .llm.cache import cache_key
 
         model = model or self.model_for(role)
         rm = getattr(self.cfg.llm, role)
@@ -283,7 +283,7 @@ def estimate(
                 else:
                     conv = _placeholder(plan.template, assume)
             start = len(probe.calls)
-            await judge_conversation(conv, probe, cfg, documents, backend="builtin")  # type: ignore[arg-type]
+            await judge_conversation(conv, probe, cfg, documents)  # type: ignore[arg-type]
             if cfg.judge_backend == "ragas":
                 _ragas_calls(conv, cfg, probe, start, extra, assume)
 
@@ -360,7 +360,7 @@ def previous_results(path: Path) -> dict[str, Conversation]:
 def estimate_run(cfg: RagdiveConfig, plans: Iterable[Plan], documents: Mapping[str, Document]) -> Estimate:
     """:func:`estimate` with what a run has: its cache (read only; record_mode ``all`` and
     ``off`` send every call), the report dir's results.json, litellm's price map."""
-    from .cache import LLMCache
+    from .llm.cache import LLMCache
 
     previous = previous_results(cfg.path(cfg.report_dir) / "results.json") if cfg.report_dir else {}
     cache = LLMCache.from_config(cfg) if cfg.record_mode in ("new_episodes", "none") else None

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.cache import LLMCache
 from pytest_ragdive.estimate import Assumptions, ModelPrice, cache_lookup, estimate, price_map
 from pytest_ragdive.llm import LLMClient
+from pytest_ragdive.llm.cache import LLMCache
 from pytest_ragdive.metrics.judged import judge_conversation
 from pytest_ragdive.planning import plan_all
 from pytest_ragdive.records import Context, Conversation
