@@ -106,6 +106,12 @@ class LLMConfig(_Strict):
     # consecutive timeouts / connection failures to one endpoint (with no reply for
     # 2 x timeout_s) that open the circuit breaker; 0 = never
     breaker_failures: int = Field(5, ge=0)
+    # requests in flight per process (default 4 x concurrency): a conversation's judge
+    # calls run beside the other conversations' turns, which `concurrency` bounds
+    max_in_flight: int | None = Field(None, ge=1)
+    # judge_mode = "batch": how often a submitted batch is polled, and for how long at most
+    batch_poll_s: float = Field(10.0, gt=0)
+    batch_max_wait_s: float = Field(3600.0, gt=0)
     simulator: RoleModel = Field(default_factory=lambda: RoleModel(temperature=0.7))
     validator: RoleModel = Field(default_factory=lambda: RoleModel())
     judge: RoleModel = Field(default_factory=lambda: RoleModel())
@@ -284,6 +290,8 @@ class RagdiveConfig(_Strict):
     corpus: str | None = None
     backend: Literal["auto", "offline", "llm"] = "auto"
     judge_backend: Literal["builtin", "ragas"] = "builtin"
+    # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
+    judge_mode: Literal["direct", "batch"] = "direct"
     judge_cascade: list[str] = Field(default_factory=list)
     forgetfulness_probe: bool = True
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03

@@ -142,6 +142,11 @@ class CacheUnusable(LLMError, FatalRunError):
     """The cache database cannot be read (corrupt) and record_mode none needs it."""
 
 
+class BatchUnavailable(LLMError):
+    """A batch of judge calls that did not complete (failed, expired, cancelled, or
+    past ``batch_max_wait_s``): its calls fall back to normal requests."""
+
+
 class CacheMissError(LLMError, FatalRunError):
     """record_mode none and the cache has no answer for this call."""
 

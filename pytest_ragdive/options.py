@@ -19,7 +19,7 @@ FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--ragdive-record-mode", "record_mode", "MODE", "LLM cache mode: new_episodes (default), none (replay only), all, off"),
     ("--ragdive-cache-dir", "cache_dir", "DIR", "LLM cache directory (default .ragdive/cache)"),
     ("--ragdive-model", "model", "MODEL", "litellm model for every LLM role"),
-    ("--ragdive-concurrency", "concurrency", "N", "conversations and LLM calls in flight per process (default 8)"),
+    ("--ragdive-concurrency", "concurrency", "N", "conversations in flight per process (default 8; LLM requests in flight: llm.max_in_flight, default 4x)"),
     ("--ragdive-max-cost", "max_cost", "USD", "stop LLM calls once this much is spent and fail the run"),
     ("--ragdive-target-timeout", "target_timeout_s", "SECONDS", "fail a conversation whose target takes longer than this for one turn (default 120)"),
     ("--ragdive-deadline", "deadline_s", "SECONDS", "end the run cleanly after this long: partial reports, no baseline, nothing gated"),

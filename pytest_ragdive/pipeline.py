@@ -5,7 +5,9 @@ with the LLM when a model is configured. Shared by the pytest session and
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,8 @@ class Pipeline:
         if fut is None:
             if self._loop is None:
                 self._loop = BackgroundLoop(self.cfg.concurrency)
-            fut = self._loop.submit(lambda: self.run_plan(plan, target))
+            loop = self._loop
+            fut = loop.submit(lambda: self.run_plan(plan, target, slot=loop.slot()), bounded=False)
             self._futures[plan.key] = fut
         return fut
 
@@ -80,26 +83,30 @@ class Pipeline:
             loop.close()
 
     # -- one conversation ---------------------------------------------------
-    async def run_plan(self, plan: Plan, target: AsyncTarget) -> Conversation:
+    async def run_plan(self, plan: Plan, target: AsyncTarget, slot: asyncio.Semaphore | None = None) -> Conversation:
+        """Run, score and judge one plan. ``slot`` (conversations in flight) is held
+        for the turn loop only: the judge calls of a finished conversation run beside
+        the other conversations' turns, bounded by the LLM client's requests in flight."""
         cfg = self.cfg
-        if plan.kind == "generated":
-            conv = await self._run_generated(plan, target)
-        elif plan.kind == "sharded":
-            conv = await self._run_sharded(plan, target)
-        else:
-            from .users.scripted import ScriptedUser
+        async with slot if slot is not None else contextlib.nullcontext():
+            if plan.kind == "generated":
+                conv = await self._run_generated(plan, target)
+            elif plan.kind == "sharded":
+                conv = await self._run_sharded(plan, target)
+            else:
+                from .users.scripted import ScriptedUser
 
-            assert plan.template is not None
-            conv = plan.template.model_copy(deep=True)
-            user = ScriptedUser(conv.turns)
-            conv.turns = []
-            await run_conversation(conv, user, target, probe=cfg.forgetfulness_probe)
-        if conv.error is None:
-            from .metrics.offline import score_conversation
+                assert plan.template is not None
+                conv = plan.template.model_copy(deep=True)
+                user = ScriptedUser(conv.turns)
+                conv.turns = []
+                await run_conversation(conv, user, target, probe=cfg.forgetfulness_probe)
+            if conv.error is None:
+                from .metrics.offline import score_conversation
 
-            score_conversation(conv)
-            if cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
-                await self._judge(conv)
+                score_conversation(conv)
+        if conv.error is None and cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
+            await self._judge(conv)
         return conv
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:

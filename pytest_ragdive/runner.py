@@ -36,18 +36,29 @@ class BackgroundLoop:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def submit(self, factory: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
-        async def bounded() -> T:
-            if self._sem is None:
-                self._sem = asyncio.Semaphore(self._concurrency)
-            async with self._sem:
-                try:
-                    return await factory()
-                except (SystemExit, KeyboardInterrupt) as e:
-                    # would kill the loop thread and leave the future pending forever
-                    raise RuntimeError(f"{type(e).__name__} raised inside a conversation: {e!r}") from e
+    def submit(
+        self, factory: Callable[[], Coroutine[Any, Any, T]], *, bounded: bool = True
+    ) -> concurrent.futures.Future[T]:
+        """Run ``factory()`` on the loop; ``bounded``: inside one of the ``concurrency``
+        slots (else the coroutine takes its slot itself, see :meth:`slot`)."""
 
-        return asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+        async def run() -> T:
+            try:
+                if not bounded:
+                    return await factory()
+                async with self.slot():
+                    return await factory()
+            except (SystemExit, KeyboardInterrupt) as e:
+                # would kill the loop thread and leave the future pending forever
+                raise RuntimeError(f"{type(e).__name__} raised inside a conversation: {e!r}") from e
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop)
+
+    def slot(self) -> asyncio.Semaphore:
+        """The ``concurrency`` bound (conversations in flight); use it on the loop."""
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self._concurrency)
+        return self._sem
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run one coroutine on the loop without the conversation bound."""

@@ -414,12 +414,18 @@ def test_transient_faults_are_retried(server: FakeLLMServer, tmp_path: Path, tra
 
 
 def test_concurrency_is_bounded(tmp_path: Path, transport: str) -> None:
+    """Requests in flight: llm.max_in_flight, default 4 x concurrency (conversations in flight)."""
     with FakeLLMServer(handler, latency_s=0.05) as s:
-        c = make(s, tmp_path, transport, concurrency=3)
+        c = make(s, tmp_path, transport, concurrency=8, llm={"max_in_flight": 3})
         out = asyncio.run(_batch(c, 10))
         assert len(out) == 20
         assert s.max_in_flight <= 3
         assert s.max_in_flight >= 2
+    with FakeLLMServer(handler, latency_s=0.05) as s:
+        c = make(s, tmp_path / "second", transport, concurrency=1)
+        assert c.max_in_flight == 4
+        asyncio.run(_batch(c, 10))
+        assert 2 <= s.max_in_flight <= 4
 
 
 def test_identical_concurrent_calls_share_one_request(server: FakeLLMServer, tmp_path: Path, transport: str) -> None:

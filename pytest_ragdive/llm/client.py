@@ -145,6 +145,11 @@ class LLMClient:
         return self._stats
 
     @property
+    def max_in_flight(self) -> int:
+        """Requests in flight in this process (``llm.max_in_flight``, default 4 x ``concurrency``)."""
+        return self._sender.max_in_flight
+
+    @property
     def transport_name(self) -> str:
         return self.cfg.llm.transport
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..errors import FatalTransportError, LLMCallError, LLMError
+from ..errors import BatchUnavailable, FatalTransportError, LLMCallError, LLMError
 from .breaker import CircuitBreaker
 from .cache import CachedResponse
 from .redact import Secrets
@@ -55,6 +55,13 @@ class Sender:
         self._sem: asyncio.Semaphore | None = None
         self._modes = ModeChooser()
         self._breakers: dict[str, CircuitBreaker] = {}
+        self._batch: Any = None  # the BatchSender, with judge_mode = "batch"
+
+    @property
+    def max_in_flight(self) -> int:
+        """Requests in flight (``llm.max_in_flight``, default 4 x ``concurrency``: a
+        conversation's judge calls run beside the other conversations' turns)."""
+        return self.cfg.llm.max_in_flight or 4 * self.cfg.concurrency
 
     @property
     def built(self) -> Transport | None:
@@ -68,13 +75,27 @@ class Sender:
 
     def bind_loop(self) -> None:
         """New loop-bound state (slots, HTTP session) for the running loop."""
-        self._sem = asyncio.Semaphore(self.cfg.concurrency)
+        self._sem = asyncio.Semaphore(self.max_in_flight)
+        self._batch = None  # its timer and futures belonged to the old loop
         if self._transport is not None:
             self._transport.reset_loop()
 
     async def aclose(self) -> None:
+        if self._batch is not None:
+            await self._batch.aclose()
         if self._transport is not None:
             await self._transport.aclose()
+
+    def _batcher(self, call: Call) -> Any:
+        """The batch sender for this call (judge calls with ``judge_mode = "batch"``), else None."""
+        if call.role != "judge" or self.cfg.judge_mode != "batch":
+            return None
+        if self._batch is None:
+            from .batch import BatchSender
+
+            llm = self.cfg.llm
+            self._batch = BatchSender(llm.api_base, poll_s=llm.batch_poll_s, max_wait_s=llm.batch_max_wait_s)
+        return self._batch
 
     def _breaker(self, transport: Transport, model: str) -> CircuitBreaker:
         """The circuit breaker of the endpoint ``model`` is reached at (one per endpoint)."""
@@ -107,6 +128,18 @@ class Sender:
             schema=call.schema,
             json_schema=call.json_schema,
         )
+        batcher = self._batcher(call)
+        if batcher is not None:
+            try:
+                out = await batcher.send(model, req, api_key)
+            except BatchUnavailable as e:
+                self._stats.bump(role, model, batch_fallbacks=1)
+                self._stats.note(self.secrets.redact(f"judge_mode batch: {e}; its calls were sent directly"))
+            else:
+                self._stats.bump(role, model, requests=1, batched=1, prompt_tokens=out.prompt_tokens,
+                                 completion_tokens=out.completion_tokens, cost_usd=out.cost_usd,
+                                 unpriced_requests=0 if out.cost_usd is not None else 1)
+                return out
         sem = self._sem
         assert sem is not None
 

@@ -67,6 +67,8 @@ class UsageStats(BaseModel):
     invalid_outputs: int = 0
     repairs: int = 0
     errors: int = 0  # calls that ended in LLMCallError
+    batched: int = 0  # requests answered through the batch API (judge_mode = "batch")
+    batch_fallbacks: int = 0  # requests sent directly because their batch did not complete
 
     def add(self, other: UsageStats) -> UsageStats:
         for name in UsageStats.model_fields:
@@ -104,6 +106,11 @@ class LLMStats(BaseModel):
 
     roles: dict[str, RoleStats] = Field(default_factory=dict)
     cache: CacheStats = Field(default_factory=CacheStats)
+    notes: list[str] = Field(default_factory=list)  # one line per event worth saying (a batch fell back)
+
+    def note(self, line: str) -> None:
+        if line not in self.notes:
+            self.notes.append(line)
 
     def bump(self, role: str, model: str, **deltas: Any) -> None:
         rs = self.roles.setdefault(role, RoleStats())
@@ -117,6 +124,8 @@ class LLMStats(BaseModel):
         for role, rs in other.roles.items():
             self.roles.setdefault(role, RoleStats()).add(rs)
         self.cache.merge(other.cache)
+        for line in other.notes:
+            self.note(line)
         return self
 
     @classmethod
@@ -205,4 +214,6 @@ class LLMStats(BaseModel):
             f"LLM: {t.calls} calls, {t.requests} requests ({t.retries} retries), "
             f"{t.prompt_tokens + t.completion_tokens} tokens, {cost}, {t.invalid_outputs} invalid outputs"
         )
-        return [first, *self.table()]
+        if t.batched or t.batch_fallbacks:
+            first += f"; {t.batched} requests through the batch API, {t.batch_fallbacks} sent directly after a batch fell back"
+        return [first, *self.table(), *self.notes]

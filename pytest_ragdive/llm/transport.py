@@ -243,7 +243,8 @@ class PriceMap:
                 self._prices = {}
         return self._prices
 
-    def cost(self, model: str, pt: int, ct: int) -> float | None:
+    def cost(self, model: str, pt: int, ct: int, *, batch: bool = False) -> float | None:
+        """USD of a request; ``batch``: at the batch rate where the map has one (else the normal rate)."""
         prices = self._load()
         entry = prices.get(model)
         if entry is None:
@@ -254,9 +255,21 @@ class PriceMap:
         if not isinstance(entry, dict):
             return None
         inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        if batch:
+            bi, bo = entry.get("input_cost_per_token_batches"), entry.get("output_cost_per_token_batches")
+            if isinstance(bi, (int, float)) and isinstance(bo, (int, float)):
+                inp, out = bi, bo
         if not isinstance(inp, (int, float)) or not isinstance(out, (int, float)):
             return None
         return pt * float(inp) + ct * float(out)
+
+
+def api_model_name(model: str) -> str:
+    """The model name an OpenAI-compatible endpoint expects (``openai/x`` -> ``x``)."""
+    for p in _STRIP_PREFIXES:
+        if model.startswith(p):
+            return model[len(p) :]
+    return model
 
 
 class OpenAIHTTPTransport:
@@ -311,11 +324,7 @@ class OpenAIHTTPTransport:
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
         import aiohttp
 
-        name = model
-        for p in _STRIP_PREFIXES:
-            if name.startswith(p):
-                name = name[len(p) :]
-                break
+        name = api_model_name(model)
         body = {"model": name, "messages": req.messages, **req.params}
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
