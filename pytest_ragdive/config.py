@@ -97,8 +97,9 @@ class LLMConfig(_Strict):
     api_key_env: str | None = None
     structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     # litellm for every provider; openai_http is a lean aiohttp path for
-    # OpenAI-compatible endpoints (api_base), with far less client CPU per call
-    transport: Literal["litellm", "openai_http"] = "litellm"
+    # OpenAI-compatible endpoints (api_base), with far less client CPU per call;
+    # auto: openai_http for openai/ (and hosted_vllm/) models, litellm for the others
+    transport: Literal["auto", "litellm", "openai_http"] = "auto"
     # per attempt; with the circuit breaker, an endpoint that accepts connections and
     # never answers ends the run in at most about breaker_failures x timeout_s (100 s)
     timeout_s: float = Field(20.0, gt=0)

@@ -49,7 +49,7 @@ from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
 from .stats import ROLES, LLMStats
 from .structured import parse_json_output, repair_messages
-from .transport import MAX_RETRY_AFTER_S, Transport
+from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
 
 if TYPE_CHECKING:
     from ..config import RagdiveConfig
@@ -152,6 +152,10 @@ class LLMClient:
     @property
     def transport_name(self) -> str:
         return self.cfg.llm.transport
+
+    def transport_for(self, model: str) -> str:
+        """The transport this model's calls take (``auto``: openai_http for OpenAI-compatible models)."""
+        return transport_for(self.cfg.llm.transport, model)
 
     # -- loop-bound state --------------------------------------------------
     async def _bind_loop(self) -> asyncio.AbstractEventLoop:

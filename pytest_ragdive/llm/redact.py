@@ -77,13 +77,13 @@ class Secrets:
         self.llm = llm
         self._used: set[str] = set()
 
-    def api_key(self) -> str | None:
+    def api_key(self, transport: str | None = None) -> str | None:
         """The key to send: ``llm.api_key_env``'s value (read at call time), else
         for the lean HTTP path ``OPENAI_API_KEY`` (litellm finds the provider's
         usual variable itself). Remembered for :meth:`redact`."""
         env = self.llm.api_key_env
         if not env:
-            key = os.environ.get("OPENAI_API_KEY") or None if self.llm.transport == "openai_http" else None
+            key = os.environ.get("OPENAI_API_KEY") or None if (transport or self.llm.transport) == "openai_http" else None
         else:
             key = os.environ.get(env)
             if not key:

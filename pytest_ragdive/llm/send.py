@@ -20,7 +20,7 @@ from .redact import Secrets
 from .retry import Exhausted, RetryPolicy, Tries
 from .stats import LLMStats
 from .structured import ModeChooser, build_request
-from .transport import Transport, make_transport
+from .transport import Transport, make_transport, transport_for
 
 if TYPE_CHECKING:
     from ..config import RagdiveConfig
@@ -51,7 +51,7 @@ class Sender:
         self.retry = retry
         self.secrets = secrets
         self._stats = stats
-        self._transport: Transport | None = None
+        self._transports: dict[str, Transport] = {}  # by kind (transport = "auto" may use both)
         self._sem: asyncio.Semaphore | None = None
         self._modes = ModeChooser()
         self._breakers: dict[str, CircuitBreaker] = {}
@@ -65,26 +65,29 @@ class Sender:
 
     @property
     def built(self) -> Transport | None:
-        """The transport, if one was built (None: no request was ever needed)."""
-        return self._transport
+        """A transport, if one was built (None: no request was ever needed)."""
+        return next(iter(self._transports.values()), None)
 
-    def transport(self) -> Transport:
-        if self._transport is None:
-            self._transport = make_transport(self.cfg.llm.transport, self.cfg.llm.api_base, self.cfg.concurrency)
-        return self._transport
+    def transport(self, model: str) -> Transport:
+        """The transport ``model``'s calls take (``auto``: openai_http for OpenAI-compatible models)."""
+        name = transport_for(self.cfg.llm.transport, model)
+        tr = self._transports.get(name)
+        if tr is None:
+            tr = self._transports[name] = make_transport(name, self.cfg.llm.api_base, self.max_in_flight)
+        return tr
 
     def bind_loop(self) -> None:
         """New loop-bound state (slots, HTTP session) for the running loop."""
         self._sem = asyncio.Semaphore(self.max_in_flight)
         self._batch = None  # its timer and futures belonged to the old loop
-        if self._transport is not None:
-            self._transport.reset_loop()
+        for tr in self._transports.values():
+            tr.reset_loop()
 
     async def aclose(self) -> None:
         if self._batch is not None:
             await self._batch.aclose()
-        if self._transport is not None:
-            await self._transport.aclose()
+        for tr in list(self._transports.values()):
+            await tr.aclose()
 
     def _batcher(self, call: Call) -> Any:
         """The batch sender for this call (judge calls with ``judge_mode = "batch"``), else None."""
@@ -115,8 +118,8 @@ class Sender:
     async def fetch(self, messages: list[dict[str, Any]], call: Call) -> CachedResponse:
         """Send with retries; account requests, tokens and cost."""
         role, model = call.role, call.model
-        api_key = self.secrets.api_key()
-        transport = self.transport()
+        transport = self.transport(model)
+        api_key = self.secrets.api_key(transport.name)
         mode = None
         if call.json_schema is not None and call.configured:
             mode = self._modes.mode(model, call.configured, transport)
@@ -175,7 +178,7 @@ class Sender:
                     continue
                 self._stats.bump(role, model, errors=1)
                 raise LLMCallError(
-                    self.secrets.redact(f"LLM call failed for role {role}, model {model} ({self.cfg.llm.transport}): {e}"),
+                    self.secrets.redact(f"LLM call failed for role {role}, model {model} ({transport.name}): {e}"),
                     role=role,
                     model=model,
                     attempts=tries.n,
@@ -188,7 +191,7 @@ class Sender:
                 self._stats.bump(role, model, errors=1)
                 raise LLMCallError(
                     self.secrets.redact(
-                        f"LLM call failed for role {role}, model {model} ({self.cfg.llm.transport}): "
+                        f"LLM call failed for role {role}, model {model} ({transport.name}): "
                         f"{type(e).__name__}: {e}"
                     ),
                     role=role,
@@ -199,7 +202,7 @@ class Sender:
             self._stats.bump(role, model, errors=1)
             raise LLMCallError(
                 self.secrets.redact(
-                    f"LLM call failed for role {role}, model {model} ({self.cfg.llm.transport}) "
+                    f"LLM call failed for role {role}, model {model} ({transport.name}) "
                     f"after {out.attempts} attempts: {out.error}"
                 ),
                 role=role,

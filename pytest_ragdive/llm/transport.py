@@ -86,6 +86,14 @@ class Transport(Protocol):
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse: ...
 
 
+def transport_for(configured: str, model: str) -> str:
+    """The transport a model's calls take: ``auto`` sends OpenAI-compatible models
+    (``openai/``, ``hosted_vllm/``) over the lean HTTP path, the others through litellm."""
+    if configured != "auto":
+        return configured
+    return "openai_http" if model.startswith(_STRIP_PREFIXES) else "litellm"
+
+
 def make_transport(name: str, api_base: str | None, concurrency: int) -> Transport:
     """The transport called ``name`` (``litellm`` or ``openai_http``)."""
     if name == "openai_http":
