@@ -225,6 +225,9 @@ def summary_md(outcome: RunOutcome) -> str:
     if errors:
         lines += ["", "## Conversations that errored", ""]
         lines += [f"- {c.suite}/{c.id} (run {c.run}): {c.error}" for c in errors[:20]]
+    if outcome.llm is not None:
+        # the calls, tokens and cost this run actually spent (cache hits are free)
+        lines += ["", "## LLM calls", "", "```", *outcome.llm.summary_lines(), "```"]
     notes = outcome.notes + outcome.fatal
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]

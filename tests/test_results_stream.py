@@ -37,3 +37,17 @@ def test_streamed_results_json_with_no_conversation(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     write_results_json(path, outcome)
     assert json.loads(path.read_text())["conversations"] == []
+
+
+def test_summary_md_shows_the_llm_calls_tokens_and_cost() -> None:
+    from pytest_ragdive.llm.stats import LLMStats
+    from pytest_ragdive.report import summary_md
+
+    stats = LLMStats()
+    stats.bump("judge", "openai/gpt-4o-mini", calls=3, requests=3, prompt_tokens=1200, completion_tokens=90,
+               cost_usd=0.0123)
+    cfg = RagdiveConfig.model_validate({"suites": {"core": {"single_turn": ["x.jsonl"]}}})
+    md = summary_md(conclude([_conv(1)], cfg, None, RunFacts(planned=1, llm=stats)))
+    section = md.split("## LLM calls", 1)[1]
+    assert "LLM: 3 calls, 3 requests" in section and "1290 tokens" in section and "$0.0123" in section
+    assert "openai/gpt-4o-mini" in section
