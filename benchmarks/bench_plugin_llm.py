@@ -11,11 +11,13 @@ bot, with :class:`pytest_ragdive.testing.FakeLLMServer` in its own process
 answering every prompt with a valid reply after ``latency`` seconds. Then it
 runs again on the same cache (the warm rerun).
 
-Columns: requests the server got; wall s of the test loop (pytest start-up
-and the litellm import are left out); the ideal: the larger of the request
-bound (requests x latency / concurrency) and the longest call chain of one
-conversation (simulator and validator per turn, then one wave of judge
-calls: (2 x turns + 1) x latency); efficiency = ideal / wall; client CPU per
+"In flight" sets both bounds: ``concurrency`` (conversations in their turn
+loops) and ``llm.max_in_flight`` (requests). Columns: requests the server
+got; wall s of the test loop (pytest start-up and the litellm import are left
+out); the ideal: the larger of the request bound (requests x latency / in
+flight) and the conversation bound (ceil(conversations / in flight) waves of
+simulator + validator calls per turn, then one round of judge calls);
+efficiency = ideal / wall; client CPU per
 call (the pytest process's CPU in the test loop, less the bot's, per
 request); the warm rerun's requests and wall.
 """
@@ -145,6 +147,7 @@ def project(root: Path, url: str, transport: str, concurrency: int, conversation
         api_base = "{url}"
         api_key_env = "RAGDIVE_FAKE_LLM_KEY"
         transport = "{transport}"
+        max_in_flight = {concurrency}
 
         [tool.ragdive.suites.core.generated]
         conversations = {conversations}
@@ -186,7 +189,15 @@ def main() -> None:
         server.stdin.flush()
         return json.loads(server.stdout.readline())
 
-    chain = (2 * args.turns + 1) * args.latency
+    import math
+
+    def ideal_s(requests: int, level: int) -> float:
+        """The larger of the request bound and the conversation bound: ``level``
+        conversations in their turn loops at a time (simulator and validator per
+        turn), the last wave then one round of judge calls."""
+        waves = math.ceil(args.conversations / level)
+        return max(requests * args.latency / level, (waves * 2 * args.turns + 1) * args.latency)
+
     print(f"{args.conversations} generated conversations x {args.turns} turns, judged; latency {args.latency:g} s; "
           f"{os.cpu_count()} CPUs\n")
     print("| transport | in flight | requests | wall s | ideal s | efficiency | client CPU ms/call | "
@@ -203,7 +214,7 @@ def main() -> None:
                     c = count()
                     warm = run(root, transport)
                     w = count()
-                ideal = max(c["requests"] * args.latency / level, chain)
+                ideal = ideal_s(c["requests"], level)
                 cpu = 1000 * (cold["cpu"] - cold["target"]) / max(1, c["requests"])
                 print(f"| {transport} | {level} | {c['requests']} | {cold['wall']:.2f} | {ideal:.2f} | "
                       f"{ideal / cold['wall']:.2f} | {cpu:.2f} | {c['max_in_flight']} | {w['requests']} | "
