@@ -96,6 +96,7 @@ class SuiteEstimate(BaseModel):
     suite: str
     conversations: int = 0
     reused_answers: int = 0  # conversations whose answers came from ``previous``
+    not_estimated: int = 0  # sharded conversations: their LLM calls (shard simulator, classifier) are not counted
     roles: list[RoleEstimate] = Field(default_factory=list)
 
     def total(self, field: str) -> float | None:
@@ -127,6 +128,9 @@ class Estimate(BaseModel):
             warm = sum(r.warm_calls for r in s.roles)
             out.append(f"{s.suite:10} {'total':10} {s.conversations:>5} conversations{'':10} {calls:7d} {'':19} "
                        f"{usd(s.total('cost_usd')):>10} {warm:10d} {usd(s.total('warm_cost_usd')):>10}")
+            if s.not_estimated:
+                out.append(f"{s.suite}: {s.not_estimated} sharded conversation(s) not estimated (their shard "
+                           "simulator and classifier calls)")
         if self.batch:
             out.append("judge calls priced at the batch rate where the price map has one")
         return out
@@ -263,6 +267,9 @@ def estimate(
             suite, probe, extra = by_suite.setdefault(plan.suite, (SuiteEstimate(suite=plan.suite),
                                                                   _ProbeClient(cfg, lookup, assume), []))
             suite.conversations += 1
+            if plan.kind == "sharded":  # its shard simulator and classifier calls are not estimated
+                suite.not_estimated += 1
+                continue
             if plan.kind == "generated":
                 turns = _generated_turns(plan)
                 conv = _placeholder(Conversation(id=plan.conv_id, suite=plan.suite, run=plan.run, source="generated",
@@ -366,7 +373,8 @@ def estimate_run(cfg: RagdiveConfig, plans: Iterable[Plan], documents: Mapping[s
     cache = LLMCache.from_config(cfg) if cfg.record_mode in ("new_episodes", "none") else None
     try:
         lookup = cache_lookup(cache) if cache is not None else None
-        return estimate(plans, cfg, lookup=lookup, previous=previous, documents=documents)
+        return estimate(plans, cfg, lookup=lookup, previous=previous, documents=documents,
+                        batch=cfg.judge_mode == "batch")
     finally:
         if cache is not None:
             cache.close()
