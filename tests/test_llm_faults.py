@@ -124,7 +124,9 @@ def test_thirty_percent_faults_every_conversation_correct(tmp_path: Path, transp
             cache_dir=str(tmp_path / "cache"),
             concurrency=8,
             # generous timeout: a loaded 2-core CI machine must not turn slow replies into faults
-            llm={"transport": transport, "timeout_s": 2.0, "max_retries": 8},
+            # 8 requests in flight (not the default 4 x concurrency): a reply that outlives the
+            # timeout on a loaded machine would inject a fault the client never sees
+            llm={"transport": transport, "timeout_s": 2.0, "max_retries": 8, "max_in_flight": 8},
         )
         client = LLMClient.from_config(cfg, backoff_base_s=0.02, backoff_max_s=0.2)
         convs = asyncio.run(run_all(client))
