@@ -115,6 +115,7 @@ class LLMClient:
         self._stats = LLMStats()
         self._sender = Sender(cfg, self.retry, self.secrets, self._stats)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
 
@@ -132,6 +133,14 @@ class LLMClient:
                 f"no model for the {role} role: set --ragdive-model (or 'model'), or llm.{role}.model in the config"
             )
         return model
+
+    def _json_schema(self, schema: type[BaseModel]) -> dict[str, Any]:
+        """``schema.model_json_schema()``, built once per schema (pydantic builds it anew on
+        every call: most of a cached call's CPU). Read only: it is part of keys and requests."""
+        js = self._schemas.get(schema)
+        if js is None:
+            js = self._schemas[schema] = schema.model_json_schema()
+        return js
 
     def _sampling(self, role: str, seed: int | None) -> tuple[float, int | None]:
         rm = getattr(self.cfg.llm, role)
@@ -231,7 +240,7 @@ class LLMClient:
         model = model or self.model_for(role)
         _check_role(role)
         temperature, seed = self._sampling(role, seed)
-        js = schema.model_json_schema()
+        js = self._json_schema(schema)
         configured = self.cfg.llm.structured_output
         msgs = [dict(m) for m in messages]
         call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured)

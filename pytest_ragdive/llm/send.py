@@ -8,6 +8,7 @@ redacted :class:`~pytest_ragdive.errors.LLMCallError` (or
 from __future__ import annotations
 
 import asyncio
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,8 @@ class Sender:
         role, model = call.role, call.model
         transport = self.transport(model)
         api_key = self.secrets.api_key(transport.name)
+        # the request gets its own copy of the (shared, per-schema) JSON schema: a transport may edit it
+        req_schema = copy.deepcopy(call.json_schema) if call.json_schema is not None else None
         mode = None
         if call.json_schema is not None and call.configured:
             mode = self._modes.mode(model, call.configured, transport)
@@ -129,7 +132,7 @@ class Sender:
             temperature=call.temperature,
             seed=call.seed,
             schema=call.schema,
-            json_schema=call.json_schema,
+            json_schema=req_schema,
         )
         batcher = self._batcher(call)
         if batcher is not None:
@@ -172,7 +175,7 @@ class Sender:
                         temperature=call.temperature,
                         seed=call.seed,
                         schema=call.schema,
-                        json_schema=call.json_schema,
+                        json_schema=req_schema,
                     )
                     tries.n -= 1
                     continue
