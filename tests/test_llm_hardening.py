@@ -165,7 +165,9 @@ async def _many(client: LLMClient, n: int) -> list[BaseException | Any]:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_breaker_stops_sending_to_an_endpoint_that_never_answers(tmp_path: Path, transport: str) -> None:
     with _hanging() as srv:
-        cfg = config_for(srv, record_mode="off", concurrency=1, llm={"transport": transport, "timeout_s": 0.3})
+        # one request in flight (concurrency bounds conversations; requests default to 4 x that)
+        cfg = config_for(srv, record_mode="off", concurrency=1,
+                         llm={"transport": transport, "timeout_s": 0.3, "max_in_flight": 1})
         client = LLMClient.from_config(cfg, backoff_base_s=0.01, backoff_max_s=0.02)
         out = asyncio.run(_many(client, 12))
         sent = srv.request_count
