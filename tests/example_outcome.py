@@ -1,0 +1,54 @@
+"""Run outcomes built from real scored conversations of the bundled example
+(run through :func:`pytest_ragdive.run_suite`), for the report and review tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_ragdive.api import run_suite
+from pytest_ragdive.baseline import check, load_baseline
+from pytest_ragdive.config import load_config
+from pytest_ragdive.outcome import GateStatus, RunInfo, RunOutcome
+from pytest_ragdive.records import Conversation, TargetResponse
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "example_project"
+if str(EXAMPLE) not in sys.path:
+    sys.path.insert(0, str(EXAMPLE))
+
+HOSTILE = '<script>document.body.dataset.pwned="1"</script><img src=x onerror="alert(1)"> & "quotes"'
+
+
+def hostile(bot: Any) -> Any:
+    """The bot, with markup appended to every first answer (untrusted text the report must escape)."""
+
+    def target(messages: list[dict[str, str]]) -> TargetResponse:
+        resp: TargetResponse = bot(messages)
+        if len(messages) == 1:
+            resp = resp.model_copy(update={"answer": resp.answer + " " + HOSTILE})
+        return resp
+
+    return target
+
+
+def example_outcome(history: str = "none", suite: str = "core", gate: bool = True) -> RunOutcome:
+    """The example's suite against its committed baseline, with the bot's history policy set."""
+    from example_rag import make_bot
+
+    cfg = load_config(EXAMPLE / "pyproject.toml")
+    convs: list[Conversation] = []
+    result = run_suite(hostile(make_bot(history=history)), cfg, suite, conversations=convs)
+    rows = check({suite: result}, load_baseline(EXAMPLE / "baseline.json"), cfg.gate) if gate else None
+    status = GateStatus.NOT_GATED if rows is None else (
+        GateStatus.FAILED if any(r.failed for r in rows) else GateStatus.PASSED
+    )
+    return RunOutcome(
+        info=RunInfo(plugin_version="test", config_hash=cfg.config_hash(), suites=[suite], planned=len(convs)),
+        status=status,
+        suites={suite: result},
+        gate=rows,
+        conversations=convs,
+        notes=["a note with <b>markup</b>"],
+    )
