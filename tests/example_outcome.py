@@ -33,13 +33,15 @@ def hostile(bot: Any) -> Any:
     return target
 
 
-def example_outcome(history: str = "none", suite: str = "core", gate: bool = True) -> RunOutcome:
-    """The example's suite against its committed baseline, with the bot's history policy set."""
+def example_outcome(history: str = "none", suite: str = "core", gate: bool = True, markup: bool = True) -> RunOutcome:
+    """The example's suite against its committed baseline, with the bot's history
+    policy set (and, with ``markup``, markup in every first answer)."""
     from example_rag import make_bot
 
     cfg = load_config(EXAMPLE / "pyproject.toml")
     convs: list[Conversation] = []
-    result = run_suite(hostile(make_bot(history=history)), cfg, suite, conversations=convs)
+    bot = make_bot(history=history)
+    result = run_suite(hostile(bot) if markup else bot, cfg, suite, conversations=convs)
     rows = check({suite: result}, load_baseline(EXAMPLE / "baseline.json"), cfg.gate) if gate else None
     status = GateStatus.NOT_GATED if rows is None else (
         GateStatus.FAILED if any(r.failed for r in rows) else GateStatus.PASSED
