@@ -85,7 +85,11 @@ def conclude(
         judge_calls=JudgeCalls.total(convs) if any(c.judge_calls is not None for c in convs) else None,
     )
     _generated_stats(out)
-    if cfg.update_baseline:
+    if cfg.shard is not None:
+        # one shard of a split run: reported, never gated or recorded alone (the gate command merges the shards)
+        out.info.shard = cfg.shard
+        out.status = GateStatus.SHARD
+    elif cfg.update_baseline:
         errored = sum(1 for c in convs if c.error)
         why = (
             "the run was interrupted" if not facts.completed

@@ -277,6 +277,8 @@ class RagdiveConfig(_Strict):
     max_reruns: int = Field(2, ge=0, le=10)  # reruns of a suite whose gate is inconclusive
     target_timeout_s: float = Field(120.0, gt=0)  # one call of the target (one turn)
     deadline_s: float | None = Field(None, gt=0)  # the whole session; then it stops, partial, ungated
+    shard: str | None = None  # "I/N": this process runs shard I of N (see planning.shard_plans)
+    force: bool = False  # an update may overwrite a baseline of other models, backend or golden data
     # file-only settings
     autorun: bool = False
     target: str | HttpTargetConfig | None = None
@@ -340,6 +342,23 @@ class RagdiveConfig(_Strict):
                     "it becomes the marker ragdive_<name>"
                 )
         return v
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_spec(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", v)
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            raise ValueError("expected I/N with 1 <= I <= N, e.g. 2/4")
+        return f"{int(m.group(1))}/{int(m.group(2))}"
+
+    def shard_index(self) -> tuple[int, int] | None:
+        """(I, N) of ``shard``, or None when the run is not sharded."""
+        if self.shard is None:
+            return None
+        i, n = self.shard.split("/")
+        return int(i), int(n)
 
     @field_validator("suite")
     @classmethod

@@ -1,5 +1,5 @@
 """Reports, each rendered from a :class:`~pytest_ragdive.outcome.RunOutcome`: the terminal
-summary, results.json, ragdive-junit.xml and summary.md."""
+summary, results.json, ragdive-junit.xml, summary.md and report.html (:mod:`.html_report`)."""
 
 from __future__ import annotations
 
@@ -280,6 +280,9 @@ def write_reports(report_dir: Path, outcome: RunOutcome) -> list[Path]:
     p = report_dir / "summary.md"
     p.write_text(md, encoding="utf-8")
     written.append(p)
+    from .html_report import write_html
+
+    written.append(write_html(report_dir, outcome))
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         with open(step, "a", encoding="utf-8") as fh:

@@ -98,6 +98,11 @@ class RagdiveSession:
                     "(or set judge_backend = 'builtin')"
                 )
         self.plans()  # golden data errors are usage errors, reported before collection
+        if cfg.update_baseline and cfg.shard:
+            raise UsageError(
+                f"--ragdive-update-baseline with --ragdive-shard={cfg.shard}: one shard cannot record a baseline "
+                "(record it from one unsharded run)"
+            )
         if cfg.update_baseline and not cfg.baseline:
             raise UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
         if not hasattr(self.config, "workerinput"):  # the controller writes; check before anything runs
@@ -109,33 +114,10 @@ class RagdiveSession:
             self.baseline = self._gate_baseline(cfg.path(cfg.baseline))
 
     def _gate_baseline(self, path: Path) -> Baseline:
-        cfg = self.cfg
-        baseline = load_baseline(path)
-        backend = self.backend_name()
-        if baseline.backend != backend:
-            raise UsageError(
-                f"ragdive baseline {path} was recorded with the {baseline.backend} backend, "
-                f"this run uses {backend}: record a baseline for it with --ragdive-update-baseline"
-            )
-        for suite in cfg.selected_suites():
-            stored = baseline.suites.get(suite)
-            if stored is None:
-                raise UsageError(
-                    f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(baseline.suites) or 'none'}); "
-                    f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
-                )
-            missing = [m for m in cfg.gated_metrics(suite) if m not in stored]
-            if missing:
-                raise UsageError(
-                    f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
-                    "(the recorded run had no value for them: no case they apply to, e.g. safety_pass_rate "
-                    "needs negative_assertions); add such cases and re-record, or remove them from [tool.ragdive.gate]"
-                )
-        if baseline.config_hash and baseline.config_hash != cfg.config_hash():
-            self.notes.append(
-                f"the baseline was recorded with another config (hash {baseline.config_hash}, now "
-                f"{cfg.config_hash()}): re-record it if the suites changed on purpose"
-            )
+        from .baseline_checks import gate_baseline
+
+        baseline, notes = gate_baseline(self.cfg, path, self.backend_name())
+        self.notes += notes
         return baseline
 
     def backend_name(self) -> str:
@@ -152,9 +134,20 @@ class RagdiveSession:
     def plans(self) -> list[Plan]:
         if self._plans is None:
             try:
-                self._plans = plan_all(self.cfg, self.cfg.llm_enabled(), self.notes)
+                plans = plan_all(self.cfg, self.cfg.llm_enabled(), self.notes)
             except GoldenError as e:
                 raise GoldenError(f"ragdive golden data error: {e}") from None
+            shard = self.cfg.shard_index()
+            if shard is not None:
+                from .planning import expected_turns, shard_plans
+
+                mine = shard_plans(plans, *shard)
+                self.notes.append(
+                    f"shard {self.cfg.shard}: {len(mine)} of {len(plans)} planned conversations "
+                    f"({sum(map(expected_turns, mine))} of {sum(map(expected_turns, plans))} expected turns)"
+                )
+                plans = mine
+            self._plans = plans
         return self._plans
 
     @property

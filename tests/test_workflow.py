@@ -25,8 +25,6 @@ from pytest_ragdive.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "ragdive.yml"
-NOT_YET = ("--ragdive-shard", "pytest_ragdive gate")  # built in the second half of issue 13
-PHASE2 = "sharding (--ragdive-shard) and the gate command over result files are not built yet"
 
 
 def load_workflow() -> dict[str, Any]:
@@ -142,11 +140,7 @@ def test_the_workflow_has_the_commands_it_should() -> None:
     assert any("--ragdive-shard=1/4" in t for t in text) and any(" gate " in t for t in text)
 
 
-@pytest.mark.parametrize(
-    "job,step,argv",
-    [pytest.param(*c, id=f"{c[0]}:{c[1]}", marks=[pytest.mark.xfail(strict=True, reason=PHASE2)]
-                  if any(n in " ".join(c[2]) for n in NOT_YET) else []) for c in COMMANDS],
-)
+@pytest.mark.parametrize("job,step,argv", [pytest.param(*c, id=f"{c[0]}:{c[1]}") for c in COMMANDS])
 def test_command_exists(job: str, step: str, argv: list[str], pytest_help: str) -> None:
     if argv[0] == "pytest":
         for arg in argv[1:]:
@@ -204,26 +198,30 @@ def test_with_the_secret_llm_calls_are_recorded(workspace: Path) -> None:
         assert res.status == "ran" and out == want
 
 
-def test_push_gates_the_extended_suite(workspace: Path) -> None:
+def test_push_gates_extended_on_one_runner_and_on_four_shards(workspace: Path) -> None:
     emu = Emulator(WF, workspace, "push")
     job = emu.run_job("gate")
     assert job.step("Quality gate").status == "ran", job.step("Quality gate").output[-3000:]
-    data = json.loads((workspace / "example_project" / "ragdive-report" / "results.json").read_text())
-    assert set(data["suites"]) == {"extended"} and data["gate"]
-    assert all(r["verdict"] in ("pass", "improvement") for r in data["gate"])
+    report = workspace / "example_project" / "ragdive-report"
+    whole = json.loads((report / "results.json").read_text())
+    assert set(whole["suites"]) == {"extended"} and whole["gate"]
+    assert all(r["verdict"] in ("pass", "improvement") for r in whole["gate"])
+    shutil.rmtree(report)
 
-
-@pytest.mark.xfail(strict=True, reason=PHASE2)
-def test_shards_merged_by_the_gate_job(workspace: Path) -> None:
-    emu = Emulator(WF, workspace, "push")
     for shard in WF["jobs"]["shard"]["strategy"]["matrix"]["shard"]:
-        job = emu.run_job("shard", {"shard": shard})
-        assert not job.failed, [s.output[-2000:] for s in job.steps if s.status == "failed"]
+        part = emu.run_job("shard", {"shard": shard})
+        assert not part.failed, [s.output[-2000:] for s in part.steps if s.status == "failed"]
+        assert "ragdive shard" in part.step("One shard of the extended suite").output
+    assert sorted(p.name for p in emu.artifacts.iterdir() if p.name.startswith("ragdive-shard-")) == [
+        f"ragdive-shard-{i}" for i in range(1, 5)
+    ]
     merged = emu.run_job("merged-gate")
     step = merged.step("Gate on the merged shards")
     assert step.status == "ran", step.output[-3000:]
-    data = json.loads((workspace / "example_project" / "ragdive-report" / "results.json").read_text())
-    assert len(data["conversations"]) == 126 and data["gate"]
+    data = json.loads((report / "results.json").read_text())
+    assert len(data["conversations"]) == len(whole["conversations"]) == 126
+    assert data["gate"] == whole["gate"] and data["suites"] == whole["suites"]
+    assert {p.name for p in (emu.artifacts / "ragdive-report-sharded").iterdir()} >= {"report.html", "summary.md"}
 
 
 def test_schedule_records_a_proposed_baseline(workspace: Path) -> None:
