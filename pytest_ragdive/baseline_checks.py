@@ -1,5 +1,5 @@
-"""What a baseline must satisfy before a run is gated against it, or before an
-update overwrites it. Shared by the pytest session and the command-line gate,
+"""What a baseline must satisfy before a run is gated against it (and what
+changed since it was recorded), or before an update overwrites it. Shared by the pytest session and the command-line gate,
 so both refuse the same things with the same one line. Imports no pytest."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 from .baseline import load_baseline
 from .config import RagdiveConfig
 from .errors import BaselineError
+from .golden_fingerprint import fingerprint, golden_changes
 from .records import Baseline
 
 
@@ -37,9 +38,39 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
                 "(the recorded run had no value for them: no case they apply to, e.g. safety_pass_rate "
                 "needs negative_assertions); add such cases and re-record, or remove them from [tool.ragdive.gate]"
             )
+    changes = golden_changes(baseline.golden, fingerprint(cfg, cfg.selected_suites()))
+    notes += changes
     if baseline.config_hash and baseline.config_hash != cfg.config_hash():
         notes.append(
             f"the baseline was recorded with another config (hash {baseline.config_hash}, now "
-            f"{cfg.config_hash()}): re-record it if the suites changed on purpose"
+            f"{cfg.config_hash()}): " + ("the metrics above are gated against numbers measured on the old golden "
+                                         "data; " if changes else "") + "re-record it if the change was on purpose"
         )
     return baseline, notes
+
+
+def check_overwrite(cfg: RagdiveConfig, path: Path, existing: Baseline, backend: str,
+                    judge_models: dict[str, str]) -> list[str]:
+    """Refuse (BaselineError) to let an update overwrite a baseline recorded with
+    another backend, other judge models or other golden data, unless
+    ``cfg.force`` (``--ragdive-force``); returns the notes to show."""
+    why = []
+    if existing.backend != backend:
+        why.append(f"the {existing.backend} backend (this run: {backend})")
+    if existing.judge_models != judge_models:
+        def fmt(m: dict[str, str]) -> str:
+            return ", ".join(f"{k}={v}" for k, v in sorted(m.items())) or "none"
+
+        why.append(f"judge models {fmt(existing.judge_models)} (this run: {fmt(judge_models)})")
+    changes = golden_changes(existing.golden, fingerprint(cfg, cfg.selected_suites()))
+    if changes:
+        why.append("other golden data (" + "; ".join(c.removeprefix("golden data changed since the baseline: ")
+                                                     for c in changes) + ")")
+    if not why:
+        return []
+    if not cfg.force:
+        raise BaselineError(
+            f"ragdive baseline {path} was recorded with {'; '.join(why)}: --ragdive-update-baseline will not "
+            "overwrite it; review the change and pass --ragdive-force, or write to another --ragdive-baseline"
+        )
+    return [f"--ragdive-force: overwriting {path}, recorded with {'; '.join(why)}"]

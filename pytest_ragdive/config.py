@@ -429,11 +429,30 @@ class RagdiveConfig(_Strict):
             return True
         return any(self.role_model(r) for r in ("simulator", "validator", "judge", "classifier"))
 
+    def content_digests(self) -> dict[str, str]:
+        """Content hashes of every configured golden file and of the plugin's prompt
+        files: a changed golden set or prompt changes the config hash."""
+        from importlib import resources
+
+        out: dict[str, str] = {}
+        for sc in self.suites.values():
+            for name in [*sc.single_turn, *sc.conversations, *sc.ragdive_logs]:
+                try:
+                    out[name] = hashlib.sha256(self.path(name).read_bytes()).hexdigest()[:16]
+                except OSError:
+                    out[name] = "missing"
+        for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
+            if f.name.endswith(".yaml"):
+                out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
+        return out
+
     def config_hash(self) -> str:
-        """Hash of what changes results (suites, gate set, target, backend, models)."""
+        """Hash of what changes results: suites, target, backend, models, and the
+        contents of the golden files and prompts (:meth:`content_digests`)."""
         keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
+        data["contents"] = self.content_digests()
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -65,7 +65,10 @@ class _Collecting:
         rep = yield
         conv = getattr(item, "ragdive_result", None)
         if call.when == "call" and conv is not None:
+            from .item_report import score_lines
+
             rep.ragdive_conversation = conv.model_dump_json()
+            rep.sections.append(("ragdive scores", "\n".join(score_lines(conv))))  # -rA, and under a failure
         return rep
 
 
@@ -74,11 +77,19 @@ class _Concluding:
 
     sess: RagdiveSession
 
+    @pytest.hookimpl(trylast=True)  # after the terminal reporter wrote the item's status
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "ragdive_conversation", None)
         if data and report.when == "call":
             conv = Conversation.model_validate_json(data)
             self.sess.collected[conv.key] = conv
+            config = self.sess.config
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None and config.get_verbosity() >= 1:
+                from .item_report import score_lines
+
+                for line in score_lines(conv):
+                    reporter.write_line("    " + line)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
@@ -109,12 +120,16 @@ class _Concluding:
         from .report import terminal_lines
 
         lines = terminal_lines(outcome, self.sess.written)
-        if not lines:
-            return
-        terminalreporter.write_sep("=", "ragdive")
-        for line in lines:
-            bad, good = line.style == "bad", line.style == "good"
-            terminalreporter.write_line(line.text, red=bad, green=good, bold=bad or good)
+        if lines:
+            terminalreporter.write_sep("=", "ragdive")
+            for line in lines:
+                bad, good = line.style == "bad", line.style == "good"
+                terminalreporter.write_line(line.text, red=bad, green=good, bold=bad or good)
+        if outcome.failed:
+            # pytest's last line ("N passed") must not read green when the gate failed: a stats
+            # entry of our own adds "1 ragdive gate failed" to it and turns it from green
+            key = "ragdive gate failed" if outcome.gate else f"ragdive {outcome.status.value.replace('_', ' ')}"
+            terminalreporter.stats.setdefault(key, []).append(outcome.status)
 
 
 class Central(_Collecting, _Concluding):
@@ -132,6 +147,9 @@ class Central(_Collecting, _Concluding):
         # start every selected conversation now so that they progress
         # concurrently while pytest reports them one by one
         self._started = True
+        from .progress import terminal_progress
+
+        sess.progress = terminal_progress(item.config, sess.pipeline.progress)
         for it in item.session.items:
             if isinstance(it, RagdiveItem):
                 sess.pipeline.submit(it.plan, target)

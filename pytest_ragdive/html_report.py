@@ -41,7 +41,7 @@ VERDICT_HELP = {
 # fields of RunOutcome rendered by a section of their own; any other non-empty
 # field (e.g. the sharded diagnosis) is rendered by the generic section
 _KNOWN = {"info", "status", "suites", "gate", "conversations", "notes", "fatal", "baseline", "baseline_path",
-          "llm", "judge_calls", "validation", "diversity"}
+          "llm", "judge_calls", "validation", "diversity", "baseline_diff"}
 _GATE_COLUMNS = {"suite", "metric", "direction", "baseline_mean", "band_low", "band_high", "tolerance", "current",
                  "delta", "verdict"}
 
@@ -152,6 +152,12 @@ def _header(outcome: RunOutcome, title: str) -> str:
     out = [f"<h1>{e(title)} {_badge(outcome.status.value)}</h1>", f'<p class="meta">{e(" · ".join(bits))}</p>']
     if outcome.baseline_path:
         out.append(f'<p class="meta">baseline written to {e(outcome.baseline_path)}</p>')
+    if outcome.baseline_diff is not None and not outcome.baseline_diff.identical:
+        from .baseline_diff import diff_lines
+
+        text = "\n".join(diff_lines(outcome.baseline_diff))
+        out.append(f'<details class="baseline-diff"><summary>changes against the baseline it replaced</summary>'
+                   f'<pre class="tb">{e(text)}</pre></details>')
     items = [f'<li class="fatal">ERROR: {e(f)}</li>' for f in outcome.fatal] + [f"<li>{e(n)}</li>" for n in outcome.notes]
     if items:
         out.append('<ul class="notes">' + "".join(items) + "</ul>")

@@ -26,6 +26,7 @@ from .outcome import GateStatus, RunOutcome
 from .paths import check_writable
 from .pipeline import Pipeline
 from .planning import Plan, plan_all
+from .progress import Progress
 from .records import Baseline, Conversation, Document
 from .target import AsyncTarget, TargetError, as_async
 
@@ -55,6 +56,7 @@ class RagdiveSession:
         self.pipeline = Pipeline(cfg)
         self._target: AsyncTarget | None = None
         self.scheduler: Scheduler | None = None
+        self.progress: Progress | None = None  # set by the role when stdout is a terminal
         self.collected: dict[str, Conversation] = {}
         self.worker_llm_stats: list[dict[str, Any]] = []
         self.outcome: RunOutcome | None = None
@@ -110,6 +112,13 @@ class RagdiveSession:
                 cfg.path(cfg.report_dir) if cfg.report_dir else None,
                 cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
             )
+        if cfg.update_baseline and cfg.baseline:
+            existing = self._existing_baseline()
+            if existing is not None:
+                from .baseline_checks import check_overwrite
+
+                path = cfg.path(cfg.baseline)
+                self.notes += check_overwrite(cfg, path, existing, self.backend_name(), self.judge_models())
         if cfg.baseline and not cfg.update_baseline:
             self.baseline = self._gate_baseline(cfg.path(cfg.baseline))
 
@@ -174,8 +183,10 @@ class RagdiveSession:
             self.scheduler.schedule(self, item, atarget)
         fut = self.pipeline.submit(plan, atarget)
         if self.deadline_at is None:
-            return fut.result()
+            return self.progress.wait(fut) if self.progress is not None else fut.result()
         try:
+            if self.progress is not None:
+                return self.progress.wait(fut, deadline=self.deadline_at)
             return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
         except concurrent.futures.TimeoutError:
             fut.cancel()
@@ -198,24 +209,16 @@ class RagdiveSession:
             item.session.shouldstop = f"ragdive deadline of {self.cfg.deadline_s:g} s reached"
 
     def fail_if_broken(self, conv: Conversation) -> None:
-        if conv.error:
-            # a target's traceback points at the user's code; the plugin's own (an LLM call
-            # that failed) only under -v (results.json keeps it either way)
-            in_target = conv.error.startswith(("turn ", "stand-alone probe"))
-            tb = (conv.traceback or "") if in_target or self.config.option.verbose > 0 else ""
-            pytest.fail(f"{conv.error}\n\n{tb}".rstrip(), pytrace=False)
-        if conv.source == "generated" and not conv.turns:
-            counts = conv.validation
-            invalid = "?" if counts is None else counts.invalid
-            candidates = "?" if counts is None else counts.candidates
-            pytest.fail(
-                "the generator produced no valid turn for this conversation "
-                f"(validator: {invalid} invalid of {candidates} candidates; "
-                "see results.json for the reasons)",
-                pytrace=False,
-            )
-        if conv.failures:
-            pytest.fail("safety violation (zero tolerance):\n" + "\n".join(conv.failures), pytrace=False)
+        """Fail the item of a conversation that errored, produced no turn or broke a
+        safety rule, naming the turn, its question, the answer and the rule. A target's
+        traceback points at the user's code; the plugin's own (an LLM call that failed)
+        only under -v (results.json keeps it either way)."""
+        from .item_report import failure_text
+
+        in_target = bool(conv.error) and str(conv.error).startswith(("turn ", "stand-alone probe"))
+        text = failure_text(conv, with_traceback=in_target or self.config.option.verbose > 0)
+        if text is not None:
+            pytest.fail(text, pytrace=False)
 
     def close(self) -> None:
         self.pipeline.close()
@@ -262,6 +265,7 @@ class RagdiveSession:
             llm=self.merged_llm_stats(),
             backend=self.backend_name(),
             judge_models=self.judge_models(),
+            golden=self._golden() if self.cfg.update_baseline else {},
         )
         convs = list(self.collected.values())
         warning = without_contexts(convs)
@@ -323,6 +327,11 @@ class RagdiveSession:
             except TargetError:
                 return None
         return self._target
+
+    def _golden(self) -> dict[str, Any]:
+        from .golden_fingerprint import fingerprint
+
+        return fingerprint(self.cfg, self.cfg.selected_suites())
 
     def _existing_baseline(self) -> Baseline | None:
         """The baseline file an update replaces (its other suites are kept)."""
