@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragdive.api import run_suite
-from pytest_ragdive.baseline import check, load_baseline
+from pytest_ragdive.baseline import load_baseline
+from pytest_ragdive.conclude import RunFacts, conclude
 from pytest_ragdive.config import load_config
-from pytest_ragdive.outcome import GateStatus, RunInfo, RunOutcome
+from pytest_ragdive.outcome import RunOutcome
 from pytest_ragdive.records import Conversation, TargetResponse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,23 +35,16 @@ def hostile(bot: Any) -> Any:
 
 
 def example_outcome(history: str = "none", suite: str = "core", gate: bool = True, markup: bool = True) -> RunOutcome:
-    """The example's suite against its committed baseline, with the bot's history
-    policy set (and, with ``markup``, markup in every first answer)."""
+    """The example's suite, ended by :func:`conclude` against its committed baseline
+    (or ungated), with the bot's history policy set (and, with ``markup``, markup
+    in every first answer)."""
     from example_rag import make_bot
 
     cfg = load_config(EXAMPLE / "pyproject.toml")
+    cfg.suite = suite
     convs: list[Conversation] = []
     bot = make_bot(history=history)
-    result = run_suite(hostile(bot) if markup else bot, cfg, suite, conversations=convs)
-    rows = check({suite: result}, load_baseline(EXAMPLE / "baseline.json"), cfg.gate) if gate else None
-    status = GateStatus.NOT_GATED if rows is None else (
-        GateStatus.FAILED if any(r.failed for r in rows) else GateStatus.PASSED
-    )
-    return RunOutcome(
-        info=RunInfo(plugin_version="test", config_hash=cfg.config_hash(), suites=[suite], planned=len(convs)),
-        status=status,
-        suites={suite: result},
-        gate=rows,
-        conversations=convs,
-        notes=["a note with <b>markup</b>"],
-    )
+    run_suite(hostile(bot) if markup else bot, cfg, suite, conversations=convs)
+    baseline = load_baseline(EXAMPLE / "baseline.json") if gate else None
+    facts = RunFacts(planned=len(convs), notes=["a note with <b>markup</b>"])
+    return conclude(convs, cfg, baseline, facts)

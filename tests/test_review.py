@@ -15,7 +15,9 @@ from example_outcome import EXAMPLE
 
 from pytest_ragdive.api import run_suite
 from pytest_ragdive.cli import main
+from pytest_ragdive.conclude import RunFacts, conclude
 from pytest_ragdive.records import Conversation
+from pytest_ragdive.report import write_reports
 from pytest_ragdive.review_export import COLUMNS
 from pytest_ragdive.review_import import read_ratings, summarize
 from pytest_ragdive.testing import FakeLLMServer, config_for, example_from_schema
@@ -56,9 +58,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         run_suite(make_bot(), cfg, "core", conversations=convs)
     assert len(convs) == 4 and all(c.source == "generated" and len(c.turns) == 3 for c in convs)
-    path = tmp / "results.json"
-    path.write_text(json.dumps({"conversations": [c.model_dump(mode="json") for c in convs]}))
-    return path
+    outcome = conclude(convs, cfg, None, RunFacts(planned=len(convs), backend="llm"))
+    write_reports(tmp / "report", outcome)  # the results.json a run writes
+    return tmp / "report" / "results.json"
 
 
 def rows_of(path: Path) -> list[dict[str, str]]:
@@ -96,9 +98,8 @@ def test_export_samples_generated_turns_with_the_study_criteria(results: Path, t
 def test_export_without_generated_turns_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from example_outcome import example_outcome
 
-    path = tmp_path / "results.json"
     outcome = example_outcome(history="full", gate=False, markup=False)
-    path.write_text(json.dumps({"conversations": [c.model_dump(mode="json") for c in outcome.conversations]}))
+    path = write_reports(tmp_path / "report", outcome)[0]
     assert main(["export-review", str(path), "-o", str(tmp_path / "r.csv"), "--sample", "3"]) == 4
     assert "no generated turns" in capsys.readouterr().err
     assert main(["export-review", str(path), "-o", str(tmp_path / "r.csv"), "--sample", "3", "--source", "all"]) == 0

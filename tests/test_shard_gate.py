@@ -126,3 +126,40 @@ def test_shards_partition_deterministically_and_balance_turns() -> None:
     with pytest.raises(ValueError):
         shard_plans(plans, 5, 4)
     assert RagdiveConfig(shard=" 2 / 4").shard == "2/4"
+
+
+def test_report_command_renders_result_files(toy: pytest.Pytester) -> None:
+    assert toy.runpytest("--ragdive-baseline=baseline.json", "--ragdive-update-baseline").ret == 0
+    paths = run_shards(toy, 2)
+    old = os.getcwd()
+    os.chdir(toy.path)
+    try:
+        # several files: merged (and gated with --baseline), never failing: it renders
+        assert main(["report", *paths, "-o", "out", "--baseline", "baseline.json"]) == 0
+        # one file: rendered as it was recorded
+        assert main(["report", "shard1/results.json", "-o", "one"]) == 0
+    finally:
+        os.chdir(old)
+    assert {p.name for p in (toy.path / "out").iterdir()} == {"results.json", "ragdive-junit.xml", "summary.md", "report.html"}
+    merged = json.loads((toy.path / "out" / "results.json").read_text())
+    assert merged["status"] == "passed" and len(merged["conversations"]) == 5
+    one = json.loads((toy.path / "one" / "results.json").read_text())
+    assert one["status"] == "shard" and one["info"]["shard"] == "1/2"
+    assert "ragdive shard 1/2" in (toy.path / "one" / "summary.md").read_text()
+
+
+def test_exit_code_mirrors_the_session() -> None:
+    from pytest_ragdive.gate_cli import exit_code
+    from pytest_ragdive.outcome import GateStatus, RunInfo, RunOutcome
+
+    ok = Conversation(id="a", turns=[Turn(rag_input="q", answer="a")])
+    unsafe = ok.model_copy(update={"id": "b", "failures": ["turn 1: answer states forbidden text 'x'"]})
+
+    def outcome(status: GateStatus, convs: list[Conversation], completed: bool = True) -> RunOutcome:
+        return RunOutcome(info=RunInfo(completed=completed), status=status, conversations=convs)
+
+    assert exit_code(outcome(GateStatus.PASSED, [ok])) == 0
+    assert exit_code(outcome(GateStatus.FAILED, [ok])) == 1
+    assert exit_code(outcome(GateStatus.PASSED, [ok, unsafe])) == 1  # its item failed in its shard
+    assert exit_code(outcome(GateStatus.NOT_GATED, [])) == 5
+    assert exit_code(outcome(GateStatus.PASSED, [ok], completed=False)) == 2
