@@ -69,7 +69,7 @@ class Pipeline:
         snap = Snapshot(done=len(finished), started=len(futs), turns=sum(len(c.turns) for c in ok))
         stats = self.llm_stats()
         if stats:
-            from .llm_stats import LLMStats
+            from .llm.stats import LLMStats
 
             total = LLMStats.model_validate(stats).total()
             snap.calls, snap.cost_usd = total.calls, total.cost_usd

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .baseline import GateRow
 from .errors import ResultsError, one_line
-from .llm_stats import LLMStats
+from .llm.stats import LLMStats
 from .outcome import GateStatus, RunInfo, RunOutcome
 from .records import Conversation, JudgeCalls, SuiteResult, ValidationStats
 
