@@ -73,6 +73,7 @@ class Emulator:
         self.junit: list[Path] = []
         self.cache_paths: list[tuple[str, Path, str]] = []  # (action, path, key)
         self.executed: list[tuple[str, str, str]] = []  # (job, step, command) for run steps
+        self.job_results: dict[str, str] = {}  # job -> success | failure | skipped (the `needs` context)
 
     # -- expressions ----------------------------------------------------------
     def context(self, job: str, matrix: dict[str, Any], steps: dict[str, dict[str, str]], env: dict[str, str]) -> dict[str, Any]:
@@ -84,6 +85,7 @@ class Emulator:
             "secrets": dict(self.secrets),
             "env": env,
             "steps": {k: {"outputs": v} for k, v in steps.items()},
+            "needs": {k: {"result": v} for k, v in self.job_results.items()},
         }
 
     def hash_files(self, *patterns: str) -> str:
@@ -120,7 +122,7 @@ class Emulator:
                         value = value.get(part, "") if isinstance(value, dict) else ""
                     out.append(repr(value))
         fns = {"fn_always": lambda: True, "fn_success": lambda: status_ok, "fn_failure": lambda: not status_ok,
-               "fn_hashFiles": self.hash_files}
+               "fn_cancelled": lambda: False, "fn_hashFiles": self.hash_files}
         return eval("".join(out), {"__builtins__": {}}, fns)  # noqa: S307 - a tokenised, closed expression
 
     def interpolate(self, text: str, ctx: dict[str, Any]) -> str:
@@ -131,7 +133,15 @@ class Emulator:
         return EXPR.sub(sub, text)
 
     def job_runs(self, name: str) -> bool:
-        cond = self.wf["jobs"][name].get("if")
+        """Whether a job starts, given ``job_results`` of the jobs it needs (GitHub's rule:
+        without a status function in its condition, every needed job must have succeeded)."""
+        job = self.wf["jobs"][name]
+        needs = job.get("needs") or []
+        needs = [needs] if isinstance(needs, str) else needs
+        cond = job.get("if")
+        if cond is None or not re.search(r"\b(always|cancelled|failure|success)\(", str(cond)):
+            if any(self.job_results.get(n) != "success" for n in needs):
+                return False
         return True if cond is None else bool(self.evaluate(EXPR.sub(r"\1", str(cond)), self.context(name, {}, {}, {})))
 
     # -- steps ----------------------------------------------------------------
@@ -171,6 +181,8 @@ class Emulator:
             ok = ok and res.status != "failed"
         result.summary = summary.read_text()
         result.outputs = steps_out
+        if self.job_results.get(name) != "failure":  # a matrix job fails when any of its legs fails
+            self.job_results[name] = "failure" if result.failed else "success"
         return result
 
     def run(self, job: str, name: str, script: str, cwd: Path, env: dict[str, str], summary: Path,

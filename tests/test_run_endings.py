@@ -143,5 +143,21 @@ def test_progress_never_wraps_the_line() -> None:
 
 
 def test_no_progress_when_stdout_is_not_a_terminal(toy: pytest.Pytester) -> None:
-    res = toy.runpytest_subprocess("--ragdive-suite=core", "-p", "no:cacheprovider")
+    res = toy.runpytest("--ragdive-suite=core", "-p", "no:cacheprovider")  # pytester's stdout is no terminal
     assert res.ret == 0 and "[ragdive" not in res.stdout.str()
+
+
+def test_terminal_progress_only_on_a_terminal() -> None:
+    from types import SimpleNamespace
+
+    from pytest_ragdive.progress import terminal_progress
+
+    def config(tty: bool) -> SimpleNamespace:
+        reporter = SimpleNamespace(isatty=lambda: tty)
+        plugins = {"terminalreporter": reporter}
+        tw = SimpleNamespace(fullwidth=80, width_of_current_line=10, flush=lambda: None)
+        return SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=plugins.get), get_terminal_writer=lambda: tw)
+
+    assert terminal_progress(config(False), Snapshot) is None
+    progress = terminal_progress(config(True), Snapshot)
+    assert isinstance(progress, Progress) and progress.room() == 70

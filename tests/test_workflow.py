@@ -48,17 +48,21 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def jobs_for(event: str) -> set[str]:
+def jobs_for(event: str, failing: tuple[str, ...] = ()) -> set[str]:
+    """The jobs that run on ``event`` (jobs in ``failing`` fail when they run)."""
     emu = Emulator(WF, Path("/nonexistent"), event)
-    run = {j for j in WF["jobs"] if emu.job_runs(j)}
-    changed = True
-    while changed:  # a job runs when its own condition holds and every job it needs runs
-        changed = False
-        for j in list(run):
+    run: set[str] = set()
+    pending = list(WF["jobs"])
+    while pending:  # in dependency order
+        for j in list(pending):
             needs = WF["jobs"][j].get("needs") or []
-            if any(n not in run for n in ([needs] if isinstance(needs, str) else needs)):
-                run.discard(j)
-                changed = True
+            if all(n in emu.job_results for n in ([needs] if isinstance(needs, str) else needs)):
+                pending.remove(j)
+                if emu.job_runs(j):
+                    run.add(j)
+                    emu.job_results[j] = "failure" if j in failing else "success"
+                else:
+                    emu.job_results[j] = "skipped"
     return run
 
 
@@ -69,6 +73,8 @@ def test_triggers_and_which_jobs_run() -> None:
     assert jobs_for("push") == {"gate", "shard", "merged-gate"}
     assert jobs_for("schedule") == {"consistency"}
     assert jobs_for("workflow_dispatch") == {"shard", "merged-gate", "consistency"}
+    # a shard whose items failed still reaches the merged gate, which then fails the same way
+    assert "merged-gate" in jobs_for("push", failing=("shard",))
     assert WF["jobs"]["shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
 
 
@@ -215,6 +221,7 @@ def test_push_gates_extended_on_one_runner_and_on_four_shards(workspace: Path) -
     assert sorted(p.name for p in emu.artifacts.iterdir() if p.name.startswith("ragdive-shard-")) == [
         f"ragdive-shard-{i}" for i in range(1, 5)
     ]
+    assert emu.job_runs("merged-gate")
     merged = emu.run_job("merged-gate")
     step = merged.step("Gate on the merged shards")
     assert step.status == "ran", step.output[-3000:]
