@@ -436,7 +436,7 @@ class RagdiveConfig(_Strict):
 
         out: dict[str, str] = {}
         for sc in self.suites.values():
-            for name in [*sc.single_turn, *sc.conversations, *sc.ragdive_logs]:
+            for name in [*sc.single_turn, *sc.conversations, *sc.ragdive_logs, *sc.sharded]:
                 try:
                     out[name] = hashlib.sha256(self.path(name).read_bytes()).hexdigest()[:16]
                 except OSError:

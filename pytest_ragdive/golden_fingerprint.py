@@ -31,6 +31,10 @@ def _cases(kind: str, path: Path) -> dict[str, str]:
         return {c.question_id: _digest(c.model_dump_json(), 12) for c in golden.load_single_turn(path)}
     if kind == "conversations":
         return {c.id: _digest(c.model_dump_json(), 12) for c in golden.load_conversations(path)}
+    if kind == "sharded":
+        from .sources.sharded import read_sharded
+
+        return {q.id: _digest(q.model_dump_json(), 12) for q in read_sharded(path)}
     from .sources.ragdive_format import import_ragdive, read_ragdive
 
     out = {}
@@ -48,7 +52,7 @@ def fingerprint(cfg: RagdiveConfig, suites: list[str]) -> Fingerprint:
             continue
         files: dict[str, GoldenFile] = {}
         for kind, names in (("single_turn", sc.single_turn), ("conversations", sc.conversations),
-                            ("ragdive_logs", sc.ragdive_logs)):
+                            ("ragdive_logs", sc.ragdive_logs), ("sharded", sc.sharded)):
             for name in names:
                 path = cfg.path(name)
                 try:

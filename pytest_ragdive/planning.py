@@ -164,8 +164,13 @@ def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Pl
 
 
 def expected_turns(plan: Plan) -> int:
-    """The turns a plan will send to the target (a generated one: its turn budget),
-    plus the stand-alone probe's extra call for each context-dependent scripted turn."""
+    """The turns a plan will send to the target (a generated one: its turn budget; a
+    sharded question: one per shard, or one for FULL/CONCAT), plus the stand-alone
+    probe's extra call for each context-dependent scripted turn."""
+    if plan.question is not None:
+        condition = plan.conv_id.rsplit(".", 1)[-1]
+        shards = len(plan.question.shards)
+        return {"full": 1, "concat": 1, "recap": shards + 1}.get(condition, shards)
     if plan.template is not None:
         turns = plan.template.turns
         return len(turns) + sum(1 for t in turns[1:] if t.standalone_question and t.standalone_question != t.rag_input)
