@@ -30,12 +30,13 @@ from .outcome import RunOutcome
 from .records import Conversation, Turn
 from .svg_chart import PALETTE, e, line_chart
 
-ConvVerdict = Literal["error", "failed", "regressed", "passed"]
-VERDICTS: tuple[ConvVerdict, ...] = ("error", "failed", "regressed", "passed")
+ConvVerdict = Literal["error", "failed", "below_band", "passed"]
+VERDICTS: tuple[ConvVerdict, ...] = ("error", "failed", "below_band", "passed")
 VERDICT_HELP = {
     "error": "did not run to the end (target or pipeline error): left out of the metrics",
     "failed": "failed its item (a safety violation, or no valid generated turn)",
-    "regressed": "its own value of a metric that regressed in the gate lies outside the band, on the bad side",
+    "below_band": "its own value of a metric that regressed in the gate lies outside the band, on the bad side "
+                  "(a conversation that was always low is included: the band is the suite's)",
     "passed": "ran and passed its item",
 }
 # fields of RunOutcome rendered by a section of their own; any other non-empty
@@ -95,7 +96,7 @@ def _bad_side(metric: str, value: float) -> bool:
 
 
 def conversation_verdict(conv: Conversation, regressed: list[GateRow]) -> ConvVerdict:
-    """``regressed``: the gate's regressed rows. A conversation is "regressed"
+    """``regressed``: the gate's regressed rows. A conversation is "below_band"
     when its own value of such a metric lies outside the band on the bad side."""
     if conv.error:
         return "error"
@@ -106,7 +107,7 @@ def conversation_verdict(conv: Conversation, regressed: list[GateRow]) -> ConvVe
             continue
         if classify(v, r.band_low if r.band_low is not None else v, r.band_high if r.band_high is not None else v,
                     r.direction) == "regression":
-            return "regressed"
+            return "below_band"
     return "passed"
 
 

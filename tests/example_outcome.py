@@ -22,10 +22,16 @@ if str(EXAMPLE) not in sys.path:
 HOSTILE = '<script>document.body.dataset.pwned="1"</script><img src=x onerror="alert(1)"> & "quotes"'
 
 
-def hostile(bot: Any) -> Any:
-    """The bot, with markup appended to every first answer (untrusted text the report must escape)."""
+PRO_PRICE = "How much is the Pro plan per month?"  # a core single-turn question
+
+
+def hostile(bot: Any, raise_on: str | None = None) -> Any:
+    """The bot, with markup appended to every first answer (untrusted text the report
+    must escape), raising on the question ``raise_on``."""
 
     def target(messages: list[dict[str, str]]) -> TargetResponse:
+        if raise_on is not None and messages[-1]["content"] == raise_on:
+            raise RuntimeError("the bot fell over")
         resp: TargetResponse = bot(messages)
         if len(messages) == 1:
             resp = resp.model_copy(update={"answer": resp.answer + " " + HOSTILE})
@@ -34,7 +40,9 @@ def hostile(bot: Any) -> Any:
     return target
 
 
-def example_outcome(history: str = "none", suite: str = "core", gate: bool = True, markup: bool = True) -> RunOutcome:
+def example_outcome(
+    history: str = "none", suite: str = "core", gate: bool = True, markup: bool = True, raise_on: str | None = None
+) -> RunOutcome:
     """The example's suite, ended by :func:`conclude` against its committed baseline
     (or ungated), with the bot's history policy set (and, with ``markup``, markup
     in every first answer)."""
@@ -44,7 +52,7 @@ def example_outcome(history: str = "none", suite: str = "core", gate: bool = Tru
     cfg.suite = suite
     convs: list[Conversation] = []
     bot = make_bot(history=history)
-    run_suite(hostile(bot) if markup else bot, cfg, suite, conversations=convs)
+    run_suite(hostile(bot, raise_on) if markup else bot, cfg, suite, conversations=convs)
     baseline = load_baseline(EXAMPLE / "baseline.json") if gate else None
     facts = RunFacts(planned=len(convs), notes=["a note with <b>markup</b>"])
     return conclude(convs, cfg, baseline, facts)

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from example_outcome import HOSTILE, example_outcome
+from example_outcome import HOSTILE, PRO_PRICE, example_outcome
 from pydantic import BaseModel, Field
 
 from pytest_ragdive.html_report import VERDICTS, render_html, write_html
@@ -43,7 +43,7 @@ class Page(HTMLParser):
 
 @pytest.fixture(scope="module")
 def outcome() -> RunOutcome:
-    return example_outcome(history="none")
+    return example_outcome(history="none", raise_on=PRO_PRICE)
 
 
 def test_page_holds_gate_charts_and_every_conversation(outcome: RunOutcome) -> None:
@@ -84,11 +84,12 @@ def test_self_contained_and_escaped(outcome: RunOutcome) -> None:
 def test_worst_conversations_first(outcome: RunOutcome) -> None:
     page = Page(render_html(outcome))
     order = [a["data-verdict"] for a in page.find("details", "conv")]
-    assert order[0] == "regressed" and "passed" in order
+    assert order[0] == "error" and order.count("error") == 1 and "below_band" in order
     assert order == sorted(order, key=lambda v: VERDICTS.index(v))  # type: ignore[arg-type]
     # within a verdict, ascending goodness (worst first)
-    good = [float(a["data-goodness"] or 0) for a in page.find("details", "conv") if a["data-verdict"] == "regressed"]
+    good = [float(a["data-goodness"] or 0) for a in page.find("details", "conv") if a["data-verdict"] == "below_band"]
     assert good == sorted(good) and good[0] < good[-1]
+    assert "the bot fell over" in " ".join(page.text)
 
 
 def test_typed_extra_result_gets_a_section(outcome: RunOutcome) -> None:
@@ -142,15 +143,14 @@ def test_renders_in_headless_chromium(outcome: RunOutcome, tmp_path: Path) -> No
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
     # the DOM after the page's script ran, opened filtered on one verdict
-    dom = _chromium(["--virtual-time-budget=3000", "--dump-dom", path.as_uri() + "#verdict=regressed"], tmp_path / "profile2")
+    dom = _chromium(["--virtual-time-budget=3000", "--dump-dom", path.as_uri() + "#verdict=error"], tmp_path / "profile2")
     page = Page(dom)
     assert len(page.find("svg", "curve")) >= 1 and page.find("circle")
     convs = page.find("details", "conv")
     assert len(convs) == len(outcome.conversations)
     shown = [a for a in convs if "hidden" not in a]
-    assert shown and all(a["data-verdict"] == "regressed" for a in shown)
-    assert len(shown) < len(convs)
+    assert len(shown) == 1 and shown[0]["data-verdict"] == "error"  # the filter script hid the others
     body = page.find("body")[0]
-    assert body.get("data-filter") == "regressed"  # the filter script ran
+    assert body.get("data-filter") == "error"
     assert "data-pwned" not in body  # the hostile answer did not
     assert str(len(shown)) in page.text

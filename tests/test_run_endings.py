@@ -51,7 +51,7 @@ def test_a_failing_item_names_turn_question_answer_and_rule(toy: pytest.Pytester
         "  answer: 'The sky is blue on a clear day. Refunds are guaranteed.'",
         "  rule broken: the answer must not state 'guaranteed'*",
         "*ragdive scores*",
-        "turn 1 Single  correctness 1.00*safety_pass_rate 0.00",
+        "turn 1 Single  correctness *safety_pass_rate 0.00",
     ])
     monkeypatch.delenv("TOY_UNSAFE")
     monkeypatch.setenv("TOY_RAISE_ON", "What colour is it?")

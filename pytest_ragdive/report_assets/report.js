@@ -27,7 +27,7 @@
   var co = document.getElementById("collapse-all");
   if (ex) { ex.addEventListener("click", function () { toggle(true); }); }
   if (co) { co.addEventListener("click", function () { toggle(false); }); }
-  // report.html#verdict=regressed opens the report filtered
+  // report.html#verdict=below_band opens the report filtered
   var m = /verdict=([a-z_]+)/.exec(window.location.hash);
   if (m && verdict) {
     for (var j = 0; j < verdict.options.length; j++) {
