@@ -80,6 +80,12 @@ def conclude_results(
         llm=merged.llm, backend=merged.info.backend, judge_models=merged.info.judge_models,
     )
     outcome = conclude(merged.conversations, cfg, baseline, facts)
+    if outcome.gate and any(r.wants_rerun for r in outcome.gate):
+        # result files cannot be rerun: decide on the runs they hold, as the session does when it
+        # cannot rerun (record more runs per shard with --ragdive-runs)
+        facts.reruns = cfg.max_reruns
+        facts.notes.append("the gate was inconclusive and result files cannot be rerun: decided on the runs given")
+        outcome = conclude(merged.conversations, cfg, baseline, facts)
 
     def documents(suite: str) -> dict[str, Document]:
         from .sources.golden import load_corpus

@@ -34,13 +34,13 @@ def test_update_prints_the_diff_against_the_file_it_replaces(toy: pytest.Pyteste
     data = stored(toy)
     assert set(data["golden"]["core"]) == {"data/single.jsonl", "data/convs.yaml"}
     assert set(data["golden"]["core"]["data/single.jsonl"]["cases"]) == {"q-sky", "q-grass", "q-snow"}
-    data["suites"]["core"]["correctness"].update(mean=0.9, min=0.9, max=0.9, runs=3)
+    data["suites"]["core"]["correctness"].update(mean=0.9, min=0.9, max=0.9)
     (toy.path / "b.json").write_text(json.dumps(data))
     again = record(toy)
     assert again.ret == 0
     again.stdout.fnmatch_lines([
         "changes against the baseline it replaced:",
-        "*core*correctness ↑*[0.8500, 0.9500]*[0.9500, 1.0500]*mean +0.1000*runs 3 -> 1*",
+        "*core*correctness ↑*[0.8500, 0.9500]*[0.9500, 1.0500]*mean +0.1000, band*",
     ])
     assert "## Baseline update" in (toy.path / "report" / "summary.md").read_text()
     assert stored(toy)["suites"]["core"]["correctness"]["mean"] == 1.0

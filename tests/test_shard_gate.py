@@ -43,6 +43,13 @@ def comparable(data: dict) -> dict:
     }
 
 
+def no_reruns(toy: pytest.Pytester) -> None:
+    """An inconclusive gate fails instead of rerunning: the gate command cannot rerun
+    result files, so both sides must decide on the same runs."""
+    path = toy.path / "pyproject.toml"
+    path.write_text(path.read_text().replace("[tool.ragdive.gate]\n", '[tool.ragdive.gate]\ninconclusive = "fail"\n'))
+
+
 def run_shards(toy: pytest.Pytester, n: int, *extra: str, subprocess: bool = False) -> list[str]:
     paths = []
     for i in range(1, n + 1):
@@ -58,6 +65,7 @@ def run_shards(toy: pytest.Pytester, n: int, *extra: str, subprocess: bool = Fal
 
 
 def test_four_shards_merged_equal_one_run(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_reruns(toy)
     assert toy.runpytest("--ragdive-baseline=baseline.json", "--ragdive-update-baseline").ret == 0
     whole = toy.runpytest("--ragdive-baseline=baseline.json", "-p", "no:cacheprovider")
     assert whole.ret == 0
@@ -72,6 +80,7 @@ def test_four_shards_merged_equal_one_run(toy: pytest.Pytester, monkeypatch: pyt
 
 
 def test_four_shards_under_xdist_fail_like_one_run(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_reruns(toy)
     assert toy.runpytest("--ragdive-baseline=baseline.json", "--ragdive-update-baseline").ret == 0
     monkeypatch.setenv("TOY_FORGET", "1")  # the toy bot forgets the conversation: forgetfulness regresses
     whole = toy.runpytest("--ragdive-baseline=baseline.json", "-p", "no:cacheprovider")
