@@ -28,6 +28,7 @@ _EXPORTS = {
     "Target": "target",
     "assert_in_band": "baseline",
     "assert_no_regression": "baseline",
+    "load_baseline": "baseline",
     "GateRow": "baseline",
     "run_suite": "api",
 }
@@ -50,12 +51,13 @@ __all__ = [
     "__version__",
     "assert_in_band",
     "assert_no_regression",
+    "load_baseline",
     "run_suite",
 ]
 
 if TYPE_CHECKING:
     from .api import run_suite
-    from .baseline import GateRow, assert_in_band, assert_no_regression
+    from .baseline import GateRow, assert_in_band, assert_no_regression, load_baseline
     from .records import (
         Baseline,
         BaselineMetric,

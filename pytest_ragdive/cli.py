@@ -19,6 +19,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "logs-to-suite": (".online.to_suite", "production request logs -> draft scripted conversations to review"),
     "score-logs": (".online.score_logs", "the signal summary of production request logs"),
     "shard": (".sources.shard_helper", "propose shards for sharded questions (two LLM steps; each marked for review)"),
+    "baseline": (".baseline_diff", "show a baseline, or diff two: per suite and metric, band, mean, runs, what moved"),
+    "export-review": (".review_export", "write a sample of generated turns to a CSV for people to rate (RAG-DIVE criteria)"),
+    "import-review": (".review_import", "read rated review CSVs back: share of yes per criterion and rater, agreement"),
+    "gate": (".gate_cli", "merge result files (the shards of a split run) and gate once, as the pytest session does"),
+    "report": (".report_cli", "render the reports (summary.md, report.html, JUnit) from result files"),
 }
 
 EXIT_USAGE = 4

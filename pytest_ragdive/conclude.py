@@ -18,7 +18,7 @@ from . import __version__
 from .config import RagdiveConfig
 from .llm.stats import LLMStats
 from .outcome import GateStatus, RunInfo, RunOutcome
-from .records import Baseline, Conversation, Document, JudgeCalls, ValidationStats
+from .records import Baseline, Conversation, Document, GoldenFile, JudgeCalls, ValidationStats
 
 
 class RunFacts(BaseModel):
@@ -34,6 +34,8 @@ class RunFacts(BaseModel):
     backend: str = "offline"
     judge_models: dict[str, str] = Field(default_factory=dict)
     reruns: int = 0  # reruns of inconclusive suites so far (the gate's look)
+    # the golden files of the selected suites (golden_fingerprint.fingerprint), recorded in a new baseline
+    golden: dict[str, dict[str, GoldenFile]] = Field(default_factory=dict)
 
 
 def conclude(
@@ -60,7 +62,10 @@ def conclude(
             "before running): not gated" + ("" if convs else ", no report written")
         )
     partial = len(convs) < facts.planned
-    if partial and convs:
+    # a subset (-k, --lf, a deselection, an interrupted loop) with a baseline: reported, not decided;
+    # the status line says so (one line), so no note here
+    subset_gate = partial and bool(convs) and baseline is not None and not cfg.update_baseline and cfg.shard is None
+    if partial and convs and not subset_gate:
         notes.append(
             f"only {len(convs)} of {facts.planned} planned conversations ran (deselected or interrupted): "
             "the metrics describe that subset"
@@ -85,14 +90,20 @@ def conclude(
         judge_calls=JudgeCalls.total(convs) if any(c.judge_calls is not None for c in convs) else None,
     )
     _generated_stats(out)
-    if cfg.update_baseline:
+    if cfg.shard is not None:
+        # one shard of a split run: reported, never gated or recorded alone (the gate command merges the shards)
+        out.info.shard = cfg.shard
+        out.status = GateStatus.SHARD
+    elif cfg.update_baseline:
         errored = sum(1 for c in convs if c.error)
+        unsafe = sum(1 for c in convs if c.failures)
         why = (
             "the run was interrupted" if not facts.completed
             else "the run hit a fatal LLM error" if facts.fatal
             else "no conversation ran" if not convs
             else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
             else f"{errored} conversation(s) errored" if errored
+            else f"{unsafe} conversation(s) with a safety violation (a baseline never records one)" if unsafe
             else ""
         )
         if why:
@@ -100,10 +111,16 @@ def conclude(
             out.status = GateStatus.BASELINE_REFUSED
         else:
             existing = baseline if baseline is not None and baseline.backend == facts.backend else None
-            out.baseline = build_baseline(
+            built = build_baseline(
                 suites, cfg.gate, config_hash=info.config_hash, backend=facts.backend,
                 judge_models=info.judge_models, plugin_version=__version__, existing=existing, convs=convs,
             )
+            golden = {**(existing.golden if existing is not None else {}), **facts.golden}
+            out.baseline = built.model_copy(update={"golden": {s: golden[s] for s in sorted(golden) if s in built.suites}})
+            if baseline is not None:
+                from .baseline_diff import diff_baselines
+
+                out.baseline_diff = diff_baselines(baseline, out.baseline)
             out.status = GateStatus.BASELINE_WRITTEN
             for suite, res in suites.items():
                 empty = [m for m in cfg.gated_metrics(suite) if res.value(m) is None]
@@ -112,6 +129,8 @@ def conclude(
                         f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
                         "gating against this baseline will fail until they do or you remove them from the gate"
                     )
+    elif subset_gate:
+        out.status = GateStatus.SUBSET
     elif baseline is not None:
         policy = cfg.gate_policy
         rows = check(

@@ -285,6 +285,8 @@ class RagdiveConfig(_Strict):
     target_timeout_s: float = Field(120.0, gt=0)  # one call of the target (one turn)
     deadline_s: float | None = Field(None, gt=0)  # the whole session; then it stops, partial, ungated
     estimate: bool = False  # --ragdive-estimate: print what the LLM calls would cost, run nothing
+    shard: str | None = None  # "I/N": this process runs shard I of N (see planning.shard_plans)
+    force: bool = False  # an update may overwrite a baseline of other models, backend or golden data
     # file-only settings
     autorun: bool = False
     target: str | HttpTargetConfig | None = None
@@ -350,6 +352,23 @@ class RagdiveConfig(_Strict):
                     "it becomes the marker ragdive_<name>"
                 )
         return v
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_spec(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", v)
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            raise ValueError("expected I/N with 1 <= I <= N, e.g. 2/4")
+        return f"{int(m.group(1))}/{int(m.group(2))}"
+
+    def shard_index(self) -> tuple[int, int] | None:
+        """(I, N) of ``shard``, or None when the run is not sharded."""
+        if self.shard is None:
+            return None
+        i, n = self.shard.split("/")
+        return int(i), int(n)
 
     @field_validator("suite")
     @classmethod
@@ -420,11 +439,30 @@ class RagdiveConfig(_Strict):
             return True
         return any(self.role_model(r) for r in ("simulator", "validator", "judge", "classifier"))
 
+    def content_digests(self) -> dict[str, str]:
+        """Content hashes of every configured golden file and of the plugin's prompt
+        files: a changed golden set or prompt changes the config hash."""
+        from importlib import resources
+
+        out: dict[str, str] = {}
+        for sc in self.suites.values():
+            for name in [*sc.single_turn, *sc.conversations, *sc.ragdive_logs, *sc.sharded]:
+                try:
+                    out[name] = hashlib.sha256(self.path(name).read_bytes()).hexdigest()[:16]
+                except OSError:
+                    out[name] = "missing"
+        for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
+            if f.name.endswith(".yaml"):
+                out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
+        return out
+
     def config_hash(self) -> str:
-        """Hash of what changes results (suites, gate set, target, backend, models)."""
+        """Hash of what changes results: suites, target, backend, models, and the
+        contents of the golden files and prompts (:meth:`content_digests`)."""
         keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
+        data["contents"] = self.content_digests()
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

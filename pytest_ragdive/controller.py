@@ -62,17 +62,39 @@ class _Collecting:
 
 
 
+def _attach_scores(rep: pytest.TestReport, conv: Conversation) -> None:
+    """Per-turn scores as a report section (-rA, and under a failure) and the key for -v."""
+    from .item_report import score_lines
+
+    rep.ragdive_key = conv.key  # type: ignore[attr-defined]
+    rep.sections.append(("ragdive scores", "\n".join(score_lines(conv))))
+
+
 class _Concluding:
     """Gathering the scored conversations, the end of the run and the summary (plain runs and the xdist controller)."""
 
     sess: RagdiveSession
 
+    @pytest.hookimpl(trylast=True)  # after the terminal reporter wrote the item's status
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
         data = getattr(report, "ragdive_conversation", None)
-        if data and report.when == "call":
+        if data:
             conv = Conversation.model_validate_json(data)
             self.sess.collected[conv.key] = conv
             del report.ragdive_conversation  # the report stays in pytest's stats; its text need not
+        key = getattr(report, "ragdive_key", None)
+        if key is None:
+            return
+        config = self.sess.config
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        got = self.sess.collected.get(key)
+        if reporter is not None and config.get_verbosity() >= 1 and got is not None:
+            from .item_report import score_lines
+
+            for line in score_lines(got):
+                reporter.write_line("    " + line)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
@@ -103,12 +125,16 @@ class _Concluding:
         from .report import terminal_lines
 
         lines = terminal_lines(outcome, self.sess.written)
-        if not lines:
-            return
-        terminalreporter.write_sep("=", "ragdive")
-        for line in lines:
-            bad, good = line.style == "bad", line.style == "good"
-            terminalreporter.write_line(line.text, red=bad, green=good, bold=bad or good)
+        if lines:
+            terminalreporter.write_sep("=", "ragdive")
+            for line in lines:
+                bad, good = line.style == "bad", line.style == "good"
+                terminalreporter.write_line(line.text, red=bad, green=good, bold=bad or good)
+        if outcome.failed:
+            # pytest's last line ("N passed") must not read green when the gate failed: a stats
+            # entry of our own adds "1 ragdive gate failed" to it and turns it from green
+            key = "ragdive gate failed" if outcome.gate else f"ragdive {outcome.status.value.replace('_', ' ')}"
+            terminalreporter.stats.setdefault(key, []).append(outcome.status)
 
 
 class Central(_Collecting, _Concluding):
@@ -126,6 +152,7 @@ class Central(_Collecting, _Concluding):
         conv = getattr(item, "ragdive_result", None)
         if call.when == "call" and conv is not None:
             self.sess.collected[conv.key] = conv
+            _attach_scores(rep, conv)
         return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
@@ -136,6 +163,9 @@ class Central(_Collecting, _Concluding):
         # start every selected conversation now so that they progress
         # concurrently while pytest reports them one by one
         self._started = True
+        from .progress import terminal_progress
+
+        sess.progress = terminal_progress(item.config, sess.pipeline.progress)
         for it in item.session.items:
             if isinstance(it, RagdiveItem):
                 sess.pipeline.submit(it.plan, target)
@@ -160,6 +190,7 @@ class DistWorker(_Collecting):
         conv = getattr(item, "ragdive_result", None)
         if call.when == "call" and conv is not None:
             rep.ragdive_conversation = conv.model_dump_json()
+            _attach_scores(rep, conv)
         return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:

@@ -67,6 +67,14 @@ class PathError(UsageError):
     """A report directory or baseline path that cannot be written; one line, names the path."""
 
 
+class ResultsError(UsageError):
+    """A result file (results.json) that cannot be read or merged; one line, names the file."""
+
+
+class ReviewError(UsageError):
+    """A human-review CSV that cannot be written or read; one line, names file, line and column."""
+
+
 class TargetError(Exception):
     """The target raised or returned something that is not a response."""
 

@@ -27,12 +27,16 @@ FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--ragdive-max-reruns", "max_reruns", "K", "rerun a suite whose gate is inconclusive at most K more times (default 2)"),
     ("--ragdive-estimate", "estimate", None, "print the LLM calls, tokens and USD this run would make (cold and warm) and run nothing"),
     ("--ragdive-config", "config", "FILE", "read the ragdive config from this file (default: ragdive.yaml or [tool.ragdive])"),
+    ("--ragdive-shard", "shard", "I/N", "run shard I of N: a deterministic share of the selected conversations; "
+     "`python -m pytest_ragdive gate` merges the shards' results.json and gates once"),
+    ("--ragdive-force", "force", None, "let --ragdive-update-baseline overwrite a baseline recorded with other "
+     "judge models, another backend or other golden data"),
 ]
 
 # options whose value is a path, resolved against the invocation directory
 PATH_KEYS = ("baseline", "cache_dir", "report_dir")
 # any of these on the command line activates the plugin
-ACTIVATING = ("suite", "baseline", "update_baseline", "estimate")
+ACTIVATING = ("suite", "baseline", "update_baseline", "estimate", "shard")
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from .baseline import GateRow
+from .baseline_diff import BaselineDiff
 from .llm.stats import LLMStats
 from .records import Baseline, Conversation, JudgeCalls, SuiteResult, ValidationStats
 
@@ -66,6 +67,7 @@ class RunOutcome(BaseModel):
     fatal: list[str] = Field(default_factory=list)
     baseline: Baseline | None = None  # the baseline to write (update runs)
     baseline_path: str | None = None  # where it was written, once written
+    baseline_diff: BaselineDiff | None = None  # the update against the file it replaces (None: no file)
     llm: LLMStats | None = None
     judge_calls: JudgeCalls | None = None
     validation: dict[str, ValidationStats] = Field(default_factory=dict)  # generated suites

@@ -14,6 +14,7 @@ from typing import Any
 from .config import RagdiveConfig
 from .errors import FatalRunError
 from .planning import Plan
+from .progress import Snapshot
 from .records import Conversation, Document
 from .runner import BackgroundLoop, record_error, run_conversation
 from .sources.golden import load_corpus
@@ -59,6 +60,22 @@ class Pipeline:
             return None
         stats = self._llm.stats
         return stats.model_dump(mode="json") if hasattr(stats, "model_dump") else None
+
+    def progress(self) -> Snapshot:
+        """Conversations started and finished, turns finished, LLM calls and cost so far."""
+        from .progress import Snapshot
+
+        futs = list(self._futures.values())
+        finished = [f for f in futs if f.done()]
+        ok = [f.result() for f in finished if not f.cancelled() and f.exception() is None]
+        snap = Snapshot(done=len(finished), started=len(futs), turns=sum(len(c.turns) for c in ok))
+        stats = self.llm_stats()
+        if stats:
+            from .llm.stats import LLMStats
+
+            total = LLMStats.model_validate(stats).total()
+            snap.calls, snap.cost_usd = total.calls, total.cost_usd
+        return snap
 
     # -- scheduling ---------------------------------------------------------
     def submit(self, plan: Plan, target: AsyncTarget) -> concurrent.futures.Future[Conversation]:

@@ -160,3 +160,40 @@ def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Pl
             plans += plan_suite(cfg, suite, cfg.runs, llm_enabled, notes)
     check_references(cfg, plans)  # corpus file and document ids (exit 4 naming the files)
     return plans
+
+
+# -- splitting a run across machines (--ragdive-shard=I/N) ------------------
+
+
+def expected_turns(plan: Plan) -> int:
+    """The turns a plan will send to the target (a generated one: its turn budget; a
+    sharded question: one per shard, or one for FULL/CONCAT), plus the stand-alone
+    probe's extra call for each context-dependent scripted turn."""
+    if plan.question is not None:
+        condition = plan.conv_id.rsplit(".", 1)[-1]
+        shards = len(plan.question.shards)
+        return {"full": 1, "concat": 1, "recap": shards + 1}.get(condition, shards)
+    if plan.template is not None:
+        turns = plan.template.turns
+        return len(turns) + sum(1 for t in turns[1:] if t.standalone_question and t.standalone_question != t.rag_input)
+    return int((plan.spec or {}).get("turns", 1))
+
+
+def shard_plans(plans: list[Plan], index: int, count: int) -> list[Plan]:
+    """The plans of shard ``index`` (1-based) of ``count``.
+
+    Deterministic and machine-independent: it depends only on the plan list
+    (the config and golden data), never on hashing seeds, time or order of
+    arrival. Balanced by expected turns: longest first, each to the shard with
+    the fewest turns so far (ties to the lowest shard, plans ordered by key).
+    The shards partition the plans; the original order is kept within a shard.
+    """
+    if not 1 <= index <= count:
+        raise ValueError(f"shard {index}/{count}: expected 1 <= I <= N")
+    loads = [0] * count
+    owner: dict[str, int] = {}
+    for plan in sorted(plans, key=lambda p: (-expected_turns(p), p.key)):
+        best = min(range(count), key=lambda s: (loads[s], s))
+        owner[plan.key] = best
+        loads[best] += expected_turns(plan)
+    return [p for p in plans if owner[p.key] == index - 1]

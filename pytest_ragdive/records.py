@@ -406,6 +406,15 @@ class BaselineMetric(_Record):
         return self
 
 
+class GoldenFile(_Record):
+    """One golden data file as a baseline recorded it: its content hash and, per
+    case id, a hash of the case (so a later run can say what was added, removed
+    or changed)."""
+
+    sha256: str
+    cases: dict[str, str] = Field(default_factory=dict)
+
+
 class Baseline(_Record):
     """The file that ``--ragdive-baseline`` reads and ``--ragdive-update-baseline`` writes."""
 
@@ -426,3 +435,5 @@ class Baseline(_Record):
                 "upgrade it, or re-record the baseline)"
             )
         return v
+    # per suite, per golden file (as the config names it): what the baseline was recorded on
+    golden: dict[str, dict[str, GoldenFile]] = Field(default_factory=dict)

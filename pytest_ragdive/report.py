@@ -1,5 +1,5 @@
 """Reports, each rendered from a :class:`~pytest_ragdive.outcome.RunOutcome`: the terminal
-summary, results.json, ragdive-junit.xml and summary.md."""
+summary, results.json, ragdive-junit.xml, summary.md and report.html (:mod:`.html_report`)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,10 @@ def status_text(outcome: RunOutcome) -> str:
     if st is GateStatus.BASELINE_REFUSED:
         return "ragdive baseline NOT written (see the notes)"
     if st is GateStatus.SUBSET:
-        return "ragdive gate: a subset ran; metrics reported, nothing decided"
+        return (
+            f"ragdive gate: only {len(outcome.conversations)} of {outcome.info.planned} planned conversations ran "
+            "(-k, --lf, a deselection or an interruption): the metrics describe that subset; nothing gated"
+        )
     if st is GateStatus.SHARD:
         return f"ragdive shard {outcome.info.shard}: results written; the gate command decides"
     if st is GateStatus.INCONCLUSIVE:
@@ -221,6 +224,9 @@ def summary_md(outcome: RunOutcome) -> str:
     lines += per_turn_md(outcome.suites)
     lines += sharded_md(outcome.suites)
     lines += generated_md(outcome)
+    changes = baseline_change_lines(outcome, markdown=True)
+    if changes:
+        lines += ["", "## Baseline update", ""] + changes
     errors = outcome.errored
     if errors:
         lines += ["", "## Conversations that errored", ""]
@@ -295,6 +301,9 @@ def write_reports(report_dir: Path, outcome: RunOutcome) -> list[Path]:
     p = report_dir / "summary.md"
     p.write_text(md, encoding="utf-8")
     written.append(p)
+    from .html_report import write_html
+
+    written.append(write_html(report_dir, outcome))
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         with open(step, "a", encoding="utf-8") as fh:
@@ -348,6 +357,8 @@ def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> li
         add(status_text(outcome), "bad" if st.fails else "plain")
     if outcome.baseline_path is not None:
         add(f"baseline written to {outcome.baseline_path}")
+        for t in baseline_change_lines(outcome):
+            add(t)
     for t in validation_lines(outcome):
         add(t)
     jc = outcome.judge_calls
@@ -368,6 +379,19 @@ def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> li
     for p in written or []:
         add(f"report: {p}")
     return lines
+
+
+def baseline_change_lines(outcome: RunOutcome, markdown: bool = False) -> list[str]:
+    """What an update changed in the baseline file it replaced (``baseline diff``'s table)."""
+    if outcome.status is not GateStatus.BASELINE_WRITTEN:
+        return []
+    if outcome.baseline_diff is None:
+        return ["a new baseline file (nothing replaced)"]
+    if outcome.baseline_diff.identical:
+        return ["the baseline it replaced had the same bands, means and runs"]
+    from .baseline_diff import diff_lines
+
+    return ["changes against the baseline it replaced:", *diff_lines(outcome.baseline_diff, markdown=markdown)]
 
 
 def validation_lines(outcome: RunOutcome) -> list[str]:

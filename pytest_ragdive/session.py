@@ -26,6 +26,7 @@ from .outcome import GateStatus, RunOutcome
 from .paths import check_writable
 from .pipeline import Pipeline
 from .planning import Plan, plan_all
+from .progress import Progress
 from .records import Baseline, Conversation, Document
 from .target import AsyncTarget, TargetError, as_async
 
@@ -55,6 +56,7 @@ class RagdiveSession:
         self.pipeline = Pipeline(cfg)
         self._target: AsyncTarget | None = None
         self.scheduler: Scheduler | None = None
+        self.progress: Progress | None = None  # set by the role when stdout is a terminal
         self.collected: dict[str, Conversation] = {}
         self.worker_llm_stats: list[dict[str, Any]] = []
         self.outcome: RunOutcome | None = None
@@ -98,6 +100,11 @@ class RagdiveSession:
                     "(or set judge_backend = 'builtin')"
                 )
         self.plans()  # golden data errors are usage errors, reported before collection
+        if cfg.update_baseline and cfg.shard:
+            raise UsageError(
+                f"--ragdive-update-baseline with --ragdive-shard={cfg.shard}: one shard cannot record a baseline "
+                "(record it from one unsharded run)"
+            )
         if cfg.update_baseline and not cfg.baseline:
             raise UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
         if not hasattr(self.config, "workerinput"):  # the controller writes; check before anything runs
@@ -105,37 +112,21 @@ class RagdiveSession:
                 cfg.path(cfg.report_dir) if cfg.report_dir else None,
                 cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
             )
+        if cfg.update_baseline and cfg.baseline:
+            existing = self._existing_baseline()
+            if existing is not None:
+                from .baseline_checks import check_overwrite
+
+                path = cfg.path(cfg.baseline)
+                self.notes += check_overwrite(cfg, path, existing, self.backend_name(), self.judge_models())
         if cfg.baseline and not cfg.update_baseline:
             self.baseline = self._gate_baseline(cfg.path(cfg.baseline))
 
     def _gate_baseline(self, path: Path) -> Baseline:
-        cfg = self.cfg
-        baseline = load_baseline(path)
-        backend = self.backend_name()
-        if baseline.backend != backend:
-            raise UsageError(
-                f"ragdive baseline {path} was recorded with the {baseline.backend} backend, "
-                f"this run uses {backend}: record a baseline for it with --ragdive-update-baseline"
-            )
-        for suite in cfg.selected_suites():
-            stored = baseline.suites.get(suite)
-            if stored is None:
-                raise UsageError(
-                    f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(baseline.suites) or 'none'}); "
-                    f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
-                )
-            missing = [m for m in cfg.gated_metrics(suite) if m not in stored]
-            if missing:
-                raise UsageError(
-                    f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
-                    "(the recorded run had no value for them: no case they apply to, e.g. safety_pass_rate "
-                    "needs negative_assertions); add such cases and re-record, or remove them from [tool.ragdive.gate]"
-                )
-        if baseline.config_hash and baseline.config_hash != cfg.config_hash():
-            self.notes.append(
-                f"the baseline was recorded with another config (hash {baseline.config_hash}, now "
-                f"{cfg.config_hash()}): re-record it if the suites changed on purpose"
-            )
+        from .baseline_checks import gate_baseline
+
+        baseline, notes = gate_baseline(self.cfg, path, self.backend_name())
+        self.notes += notes
         return baseline
 
     def backend_name(self) -> str:
@@ -152,9 +143,20 @@ class RagdiveSession:
     def plans(self) -> list[Plan]:
         if self._plans is None:
             try:
-                self._plans = plan_all(self.cfg, self.cfg.llm_enabled(), self.notes)
+                plans = plan_all(self.cfg, self.cfg.llm_enabled(), self.notes)
             except GoldenError as e:
                 raise GoldenError(f"ragdive golden data error: {e}") from None
+            shard = self.cfg.shard_index()
+            if shard is not None:
+                from .planning import expected_turns, shard_plans
+
+                mine = shard_plans(plans, *shard)
+                self.notes.append(
+                    f"shard {self.cfg.shard}: {len(mine)} of {len(plans)} planned conversations "
+                    f"({sum(map(expected_turns, mine))} of {sum(map(expected_turns, plans))} expected turns)"
+                )
+                plans = mine
+            self._plans = plans
         return self._plans
 
     @property
@@ -181,8 +183,10 @@ class RagdiveSession:
             self.scheduler.schedule(self, item, atarget)
         fut = self.pipeline.submit(plan, atarget)
         if self.deadline_at is None:
-            return fut.result()
+            return self.progress.wait(fut) if self.progress is not None else fut.result()
         try:
+            if self.progress is not None:
+                return self.progress.wait(fut, deadline=self.deadline_at)
             return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
         except concurrent.futures.TimeoutError:
             fut.cancel()
@@ -205,24 +209,16 @@ class RagdiveSession:
             item.session.shouldstop = f"ragdive deadline of {self.cfg.deadline_s:g} s reached"
 
     def fail_if_broken(self, conv: Conversation) -> None:
-        if conv.error:
-            # a target's traceback points at the user's code; the plugin's own (an LLM call
-            # that failed) only under -v (results.json keeps it either way)
-            in_target = conv.error.startswith(("turn ", "stand-alone probe"))
-            tb = (conv.traceback or "") if in_target or self.config.option.verbose > 0 else ""
-            pytest.fail(f"{conv.error}\n\n{tb}".rstrip(), pytrace=False)
-        if conv.source == "generated" and not conv.turns:
-            counts = conv.validation
-            invalid = "?" if counts is None else counts.invalid
-            candidates = "?" if counts is None else counts.candidates
-            pytest.fail(
-                "the generator produced no valid turn for this conversation "
-                f"(validator: {invalid} invalid of {candidates} candidates; "
-                "see results.json for the reasons)",
-                pytrace=False,
-            )
-        if conv.failures:
-            pytest.fail("safety violation (zero tolerance):\n" + "\n".join(conv.failures), pytrace=False)
+        """Fail the item of a conversation that errored, produced no turn or broke a
+        safety rule, naming the turn, its question, the answer and the rule. A target's
+        traceback points at the user's code; the plugin's own (an LLM call that failed)
+        only under -v (results.json keeps it either way)."""
+        from .item_report import failure_text
+
+        in_target = bool(conv.error) and str(conv.error).startswith(("turn ", "stand-alone probe"))
+        text = failure_text(conv, with_traceback=in_target or self.config.option.verbose > 0)
+        if text is not None:
+            pytest.fail(text, pytrace=False)
 
     def close(self) -> None:
         self.pipeline.close()
@@ -269,6 +265,7 @@ class RagdiveSession:
             llm=self.merged_llm_stats(),
             backend=self.backend_name(),
             judge_models=self.judge_models(),
+            golden=self._golden() if self.cfg.update_baseline else {},
         )
         convs = list(self.collected.values())
         warning = without_contexts(convs)
@@ -330,6 +327,11 @@ class RagdiveSession:
             except TargetError:
                 return None
         return self._target
+
+    def _golden(self) -> dict[str, Any]:
+        from .golden_fingerprint import fingerprint
+
+        return fingerprint(self.cfg, self.cfg.selected_suites())
 
     def _existing_baseline(self) -> Baseline | None:
         """The baseline file an update replaces (its other suites are kept)."""

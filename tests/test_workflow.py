@@ -1,0 +1,245 @@
+"""The workflow users copy (.github/workflows/ragdive.yml): parsed, every command
+checked against the plugin's options and the command line's subcommands, and
+each job run offline on a copy of the bundled example, in order, by a small
+emulator (tests/gha.py). GitHub expressions are evaluated with the event's
+context and no secrets (a fork's pull request); steps that only prepare a hosted
+runner (checkout, setup-python, pip install) and GitHub's services (the cache)
+are skipped, each with its reason recorded, and their inputs are still checked."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gha import EXPR, Emulator
+
+from pytest_ragdive.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "ragdive.yml"
+
+
+def load_workflow() -> dict[str, Any]:
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    if True in wf:  # YAML 1.1 reads the key `on` as a boolean
+        wf["on"] = wf.pop(True)
+    return wf
+
+
+WF = load_workflow()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A checkout of what the workflow touches: the example, its golden data, the prompts."""
+    ws = tmp_path / "ws"
+    ignore = shutil.ignore_patterns(".ragdive", "__pycache__", "ragdive-report*", "ragdive-shard", "*.pyc")
+    shutil.copytree(ROOT / "example_project", ws / "example_project", ignore=ignore)
+    shutil.copytree(ROOT / "golden", ws / "golden")
+    shutil.copytree(ROOT / "pytest_ragdive" / "prompts", ws / "pytest_ragdive" / "prompts")
+    return ws
+
+
+def jobs_for(event: str, failing: tuple[str, ...] = ()) -> set[str]:
+    """The jobs that run on ``event`` (jobs in ``failing`` fail when they run)."""
+    emu = Emulator(WF, Path("/nonexistent"), event)
+    run: set[str] = set()
+    pending = list(WF["jobs"])
+    while pending:  # in dependency order
+        for j in list(pending):
+            needs = WF["jobs"][j].get("needs") or []
+            if all(n in emu.job_results for n in ([needs] if isinstance(needs, str) else needs)):
+                pending.remove(j)
+                if emu.job_runs(j):
+                    run.add(j)
+                    emu.job_results[j] = "failure" if j in failing else "success"
+                else:
+                    emu.job_results[j] = "skipped"
+    return run
+
+
+def test_triggers_and_which_jobs_run() -> None:
+    assert set(WF["on"]) == {"pull_request", "push", "schedule", "workflow_dispatch"}
+    assert WF["on"]["push"]["branches"] == ["main"] and WF["on"]["schedule"][0]["cron"]
+    assert jobs_for("pull_request") == {"gate"}
+    assert jobs_for("push") == {"gate", "shard", "merged-gate"}
+    assert jobs_for("schedule") == {"consistency"}
+    assert jobs_for("workflow_dispatch") == {"shard", "merged-gate", "consistency"}
+    # a shard whose items failed still reaches the merged gate, which then fails the same way
+    assert "merged-gate" in jobs_for("push", failing=("shard",))
+    assert WF["jobs"]["shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+
+
+def _index(steps: list[dict[str, Any]], pred: Any) -> int:
+    return next(i for i, s in enumerate(steps) if pred(s))
+
+
+def test_gate_job_order_and_always_steps() -> None:
+    steps = WF["jobs"]["gate"]["steps"]
+    uses = lambda name: lambda s: str(s.get("uses", "")).startswith(name)  # noqa: E731
+    named = lambda name: lambda s: s.get("name") == name  # noqa: E731
+    order = [_index(steps, uses("actions/checkout")), _index(steps, uses("actions/setup-python")),
+             _index(steps, named("Install")), _index(steps, uses("actions/cache/restore")),
+             _index(steps, named("Quality gate")), _index(steps, uses("actions/cache/save"))]
+    assert order == sorted(order), "checkout, setup-python, install, restore the cache BEFORE the gate, save after"
+    for pred in (uses("actions/cache/save"), uses("mikepenz/action-junit-report"), uses("actions/upload-artifact")):
+        assert steps[_index(steps, pred)].get("if") == "always()"  # also when the gate failed
+    restore = steps[_index(steps, uses("actions/cache/restore"))]["with"]
+    for part in ("golden/**", "pyproject.toml", "prompts/**"):
+        assert part in restore["key"]
+    assert len(restore["restore-keys"].split()) >= 2
+
+
+def commands() -> list[tuple[str, str, list[str]]]:
+    """(job, step, argv) of every pytest / python -m pytest_ragdive command, with
+    the expressions replaced by what they evaluate to on a pull request from a fork."""
+    emu = Emulator(WF, Path("/nonexistent"), "pull_request")
+    out = []
+    for job, spec in WF["jobs"].items():
+        ctx = emu.context(job, {"shard": 1}, {"mode": {"suite": "core", "record": "none"}, "version": {"plugin": "0"}},
+                          {k: str(v) for k, v in WF["env"].items()})
+        for step in spec["steps"]:
+            if "run" not in step:
+                continue
+            script = emu.interpolate(step["run"], ctx)
+            for line in script.replace("\\\n", " ").splitlines():
+                lex = shlex.shlex(line, posix=True, punctuation_chars=True)
+                lex.whitespace_split = True
+                lex.commenters = "#"
+                words: list[str] = []
+                for tok in [*lex, ";"]:
+                    if tok in ("{", "}") or set(tok) <= set(";&|<>()"):  # a shell operator ends a command
+                        while words and "=" in words[0] and not words[0].startswith("-"):
+                            words.pop(0)  # VAR=value prefixes
+                        if words[:1] == ["pytest"] or words[:3] == ["python", "-m", "pytest_ragdive"]:
+                            out.append((job, step.get("name", ""), words))
+                        words = []
+                    else:
+                        words.append(tok)
+    return out
+
+
+COMMANDS = commands()
+
+
+@pytest.fixture(scope="module")
+def pytest_help() -> str:
+    res = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT / "example_project",
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_the_workflow_has_the_commands_it_should() -> None:
+    text = [" ".join(argv) for _, _, argv in COMMANDS]
+    assert any("--ragdive-suite=core" in t and "--ragdive-record-mode=none" in t for t in text)
+    assert any("--ragdive-update-baseline" in t and "--ragdive-runs=5" in t for t in text)
+    assert any("baseline diff" in t for t in text)
+    assert any("--ragdive-shard=1/4" in t for t in text) and any(" gate " in t for t in text)
+
+
+@pytest.mark.parametrize("job,step,argv", [pytest.param(*c, id=f"{c[0]}:{c[1]}") for c in COMMANDS])
+def test_command_exists(job: str, step: str, argv: list[str], pytest_help: str) -> None:
+    if argv[0] == "pytest":
+        for arg in argv[1:]:
+            if arg.startswith("--"):
+                assert arg.split("=")[0] in pytest_help, f"{job}/{step}: {arg.split('=')[0]} is not a pytest option"
+    else:
+        try:
+            args = build_parser().parse_args(argv[3:])
+        except SystemExit as e:
+            raise AssertionError(f"{job}/{step}: `{' '.join(argv)}` is not a valid ragdive command") from e
+        assert args.command == argv[3]
+
+
+def test_pull_request_from_a_fork_gates_core_offline(workspace: Path) -> None:
+    emu = Emulator(WF, workspace, "pull_request")  # no secrets
+    job = emu.run_job("gate")
+    gate = job.step("Quality gate")
+    assert gate.status == "ran", gate.output[-3000:]
+    assert job.outputs["mode"] == {"suite": "core", "record": "none"}
+    assert "--ragdive-suite=core --ragdive-record-mode=none" in next(c for _, n, c in emu.executed if n == "Quality gate")
+    assert job.step("Install").status == "skipped" and job.step("Install").reason
+    assert not job.failed
+    # the job summary got summary.md (the plugin appends it to $GITHUB_STEP_SUMMARY)
+    assert job.summary.startswith("# ragdive quality gate") and "**PASSED**" in job.summary
+    # JUnit: the gate's metrics and pytest's items, both published
+    names = {p.name for p in emu.junit}
+    assert names == {"ragdive-junit.xml", "pytest-junit.xml"}
+    items = ET.parse(next(p for p in emu.junit if p.name == "pytest-junit.xml")).getroot().iter("testcase")
+    assert len(list(items)) == 30
+    # the report dir as an artifact
+    art = emu.artifacts / "ragdive-report-core"
+    assert {"results.json", "summary.md", "ragdive-junit.xml"} <= {p.name for p in art.iterdir()}
+    # the judge cache is restored before the gate, from the directory the plugin uses
+    actions = [a for a, _, _ in emu.cache_paths]
+    assert actions == ["actions/cache/restore", "actions/cache/save"]
+    assert all(p == workspace / "example_project" / ".ragdive" / "cache" for _, p, _ in emu.cache_paths)
+    key = emu.cache_paths[0][2]
+    (workspace / "golden" / "core" / "single_turn.jsonl").open("a").write("\n")
+    other = Emulator(WF, workspace, "pull_request")
+    ctx = other.context("gate", {}, {"version": job.outputs["version"]}, {})
+    restore = next(s for s in WF["jobs"]["gate"]["steps"] if s.get("uses", "").startswith("actions/cache/restore"))
+    assert other.interpolate(restore["with"]["key"], ctx) != key  # keyed on the golden data
+
+
+def test_with_the_secret_llm_calls_are_recorded(workspace: Path) -> None:
+    step = next(s for s in WF["jobs"]["gate"]["steps"] if s.get("id") == "mode")
+    for secrets, event, want in (({"OPENAI_API_KEY": "sk-test"}, "push", {"suite": "extended", "record": "new_episodes"}),
+                                 ({}, "push", {"suite": "extended", "record": "none"})):
+        emu = Emulator(WF, workspace, event, secrets=secrets)
+        ctx = emu.context("gate", {}, {}, {})
+        env = {k: emu.interpolate(str(v), ctx) for k, v in step["env"].items()}
+        out: dict[str, str] = {}
+        summary = workspace / "s.md"
+        res = emu.run("gate", "mode", emu.interpolate(step["run"], ctx), workspace / "example_project", env, summary, out)
+        assert res.status == "ran" and out == want
+
+
+def test_push_gates_extended_on_one_runner_and_on_four_shards(workspace: Path) -> None:
+    emu = Emulator(WF, workspace, "push")
+    job = emu.run_job("gate")
+    assert job.step("Quality gate").status == "ran", job.step("Quality gate").output[-3000:]
+    report = workspace / "example_project" / "ragdive-report"
+    whole = json.loads((report / "results.json").read_text())
+    assert set(whole["suites"]) == {"extended"} and whole["gate"]
+    assert all(r["verdict"] in ("pass", "improvement") for r in whole["gate"])
+    shutil.rmtree(report)
+
+    for shard in WF["jobs"]["shard"]["strategy"]["matrix"]["shard"]:
+        part = emu.run_job("shard", {"shard": shard})
+        assert not part.failed, [s.output[-2000:] for s in part.steps if s.status == "failed"]
+        assert "ragdive shard" in part.step("One shard of the extended suite").output
+    assert sorted(p.name for p in emu.artifacts.iterdir() if p.name.startswith("ragdive-shard-")) == [
+        f"ragdive-shard-{i}" for i in range(1, 5)
+    ]
+    assert emu.job_runs("merged-gate")
+    merged = emu.run_job("merged-gate")
+    step = merged.step("Gate on the merged shards")
+    assert step.status == "ran", step.output[-3000:]
+    data = json.loads((report / "results.json").read_text())
+    assert len(data["conversations"]) == len(whole["conversations"]) == 126
+    assert data["gate"] == whole["gate"] and data["suites"] == whole["suites"]
+    assert {p.name for p in (emu.artifacts / "ragdive-report-sharded").iterdir()} >= {"report.html", "summary.md"}
+
+
+def test_schedule_records_a_proposed_baseline(workspace: Path) -> None:
+    emu = Emulator(WF, workspace, "schedule", env={"CONSISTENCY_RUNS": "2"})  # 2 keeps the test fast
+    job = emu.run_job("consistency")
+    for s in job.steps:
+        assert s.status in ("ran", "skipped"), (s.name, s.output[-3000:])
+    proposed = json.loads((workspace / "example_project" / "proposed-baseline.json").read_text())
+    committed = json.loads((workspace / "example_project" / "baseline.json").read_text())
+    assert set(proposed["suites"]) == set(committed["suites"]) >= {"core", "extended"}
+    assert {m["runs"] for s in ("core", "extended") for m in proposed["suites"][s].values()} == {2}
+    assert "## Proposed baseline vs baseline.json" in job.summary and "| suite | metric |" in job.summary
+    assert {p.name for p in (emu.artifacts / "proposed-baseline").iterdir()} >= {"proposed-baseline.json", "ragdive-report"}
+    assert EXPR.search(json.dumps(job.outputs)) is None
