@@ -16,7 +16,7 @@ from pytest_ragdive.errors import BaselineError, UsageError
 from pytest_ragdive.records import Baseline, Conversation, Turn
 
 GATE = {"correctness": 0.03, "forgetfulness": 0.05, "safety_pass_rate": 0.0}
-EXAMPLE_V1 = Path(__file__).parent.parent / "example_project" / "baseline.json"
+EXAMPLE_V1 = Path(__file__).parent / "data" / "baseline_v1.json"  # the example baseline as 0.1 wrote it (format 1)
 
 
 def conv(cid: str, run: int, correct: list[float | None], forgot: float = 0.0, suite: str = "core") -> Conversation:
