@@ -16,7 +16,7 @@ from .errors import FatalRunError
 from .planning import Plan
 from .progress import Snapshot
 from .records import Conversation, Document
-from .runner import BackgroundLoop, record_error, run_conversation
+from .runner import BackgroundLoop, record_error, run_conversation, run_scripted
 from .sources.golden import load_corpus
 from .target import AsyncTarget
 
@@ -111,13 +111,8 @@ class Pipeline:
             elif plan.kind == "sharded":
                 conv = await self._run_sharded(plan, target)
             else:
-                from .users.scripted import ScriptedUser
-
                 assert plan.template is not None
-                conv = plan.template.model_copy(deep=True)
-                user = ScriptedUser(conv.turns)
-                conv.turns = []
-                await run_conversation(conv, user, target, probe=cfg.forgetfulness_probe)
+                conv = await run_scripted(plan.template.model_copy(deep=True), target, probe=cfg.forgetfulness_probe)
             if conv.error is None:
                 from .metrics.offline import score_conversation
 

@@ -398,7 +398,7 @@ def validation_lines(outcome: RunOutcome) -> list[str]:
     gen = [c for c in outcome.conversations if c.source == "generated"]
     if not gen:
         return []
-    st = ValidationStats.from_conversations(gen)
+    st = ValidationStats.merge_all(outcome.validation.values())  # conclude() counted them per suite
     checks = ", ".join(f"{k} {v}" for k, v in sorted(st.by_check.items()) if v) or "none"
     return [
         f"generated: {len(gen)} conversation(s), {st.turns} turn(s); validator rejected {st.invalid} of "
