@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .records import Conversation
 from .session import SESSION_KEY, RagdiveSession
 from .target import AsyncTarget
+
+if TYPE_CHECKING:
+    from .interrupts import InterruptGuard
 
 WORKER_KEY = "ragdive_worker"
 
@@ -74,6 +77,7 @@ class _Concluding:
     """Gathering the scored conversations, the end of the run and the summary (plain runs and the xdist controller)."""
 
     sess: RagdiveSession
+    guard: InterruptGuard | None = None
 
     @pytest.hookimpl(trylast=True)  # after the terminal reporter wrote the item's status
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -98,6 +102,10 @@ class _Concluding:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        from .interrupts import InterruptGuard
+
+        self.guard = InterruptGuard()  # a second Ctrl-C while shutting down quits at once
+        self.guard.install()
         completed = False
         try:
             result = yield
@@ -117,6 +125,10 @@ class _Concluding:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.close()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.guard is not None:
+            self.guard.uninstall()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         outcome = self.sess.outcome

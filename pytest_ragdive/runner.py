@@ -62,6 +62,9 @@ class BackgroundLoop:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run one coroutine on the loop without the conversation bound."""
+        if not self._loop.is_running():
+            coro.close()  # never scheduled: close it, or Python warns it "was never awaited"
+            raise RuntimeError("the ragdive event loop has stopped")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def close(self) -> None:

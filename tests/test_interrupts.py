@@ -1,0 +1,150 @@
+"""Ctrl-C on the LLM path (issue 10): one press stops the run cleanly (no
+asyncio warnings, no gate passed), a second press during the shutdown quits at
+once with one line (it used to print hundreds of lines of pytest traceback
+ending in a SystemError)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import TOY_CONFTEST
+from test_plugin_llm import CORPUS, scripted
+
+from pytest_ragdive.interrupts import FORCED_EXIT, InterruptGuard
+from pytest_ragdive.testing import FAKE_KEY_ENV, FakeLLMServer
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _project(pytester: pytest.Pytester, server: FakeLLMServer, transport: str) -> None:
+    pytester.makeconftest(TOY_CONFTEST)
+    (pytester.path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in CORPUS) + "\n")
+    pytester.makefile(
+        ".toml",
+        pyproject=f"""
+[tool.ragdive]
+corpus = "corpus.jsonl"
+report_dir = "report"
+model = "openai/fake-model"
+concurrency = 4
+[tool.ragdive.llm]
+api_base = "{server.url}"
+api_key_env = "{FAKE_KEY_ENV}"
+transport = "{transport}"
+timeout_s = 30
+[tool.ragdive.suites.core]
+generated = {{ conversations = 12, turns = 3, roles = ["default", "referrer"], seed = 1 }}
+""",
+    )
+
+
+def _interrupt(pytester: pytest.Pytester, transport: str, presses: int) -> tuple[int, str]:
+    """Start a generated suite against a slow server, press Ctrl-C ``presses``
+    times (0.3 s apart) once requests are in flight; the exit code and output."""
+    server = FakeLLMServer(scripted, latency_s=1.0).start()
+    try:
+        _project(pytester, server, transport)
+        env = {**os.environ, FAKE_KEY_ENV: "sk-test-secret-4242"}
+        for var in ("TOY_FORGET", "TOY_RAISE_ON", "TOY_UNSAFE", "GITHUB_STEP_SUMMARY"):
+            env.pop(var, None)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--ragdive-suite=core", "-p", "no:cacheprovider", "-p", "no:xdist"],
+            cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while server.request_count < 4:
+                assert proc.poll() is None and time.monotonic() < deadline, "the run never reached the LLM"
+                time.sleep(0.05)
+            for _ in range(presses):
+                proc.send_signal(signal.SIGINT)
+                time.sleep(0.3)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        return proc.returncode, out
+    finally:
+        server.stop()
+
+
+ASYNC_LEFTOVERS = ("never awaited", "Task was destroyed", "Exception ignored", "Event loop is closed")
+
+
+@posix_only
+@pytest.mark.parametrize("transport", ["openai_http", "litellm"])
+def test_one_ctrl_c_stops_the_llm_run_cleanly(pytester: pytest.Pytester, transport: str) -> None:
+    rc, out = _interrupt(pytester, transport, presses=1)
+    assert rc == pytest.ExitCode.INTERRUPTED, out
+    assert "KeyboardInterrupt" in out
+    assert not [w for w in ASYNC_LEFTOVERS if w in out], out
+    assert "gate passed" not in out
+
+
+@posix_only
+def test_a_second_ctrl_c_while_shutting_down_quits_with_one_line(pytester: pytest.Pytester) -> None:
+    # litellm's shutdown is the slow one (pytest formats the interrupt over its thousands of modules)
+    rc, out = _interrupt(pytester, "litellm", presses=2)
+    assert rc == FORCED_EXIT, out
+    assert "Ctrl-C again while shutting down: exiting now" in out
+    assert "Traceback" not in out and "SystemError" not in out, out
+    assert len(out.splitlines()) < 30, out
+
+
+def test_the_guard_only_replaces_pythons_default_handler() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    assert before is signal.default_int_handler  # pytest leaves Python's handler in place
+    guard = InterruptGuard()
+    try:
+        assert guard.install()
+        assert signal.getsignal(signal.SIGINT) == guard._handle
+        with pytest.raises(KeyboardInterrupt):
+            guard._handle(signal.SIGINT, None)  # the first press: the usual KeyboardInterrupt
+        assert guard.presses == 1
+    finally:
+        guard.uninstall()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def own(signum: int, frame: object) -> None:  # a handler the user installed is left alone
+        pass
+
+    signal.signal(signal.SIGINT, own)
+    try:
+        assert not InterruptGuard().install()
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_the_guard_is_not_installed_outside_the_main_thread() -> None:
+    got: list[bool] = []
+    worker = threading.Thread(target=lambda: got.append(InterruptGuard().install()))
+    worker.start()
+    worker.join()
+    assert got == [False]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_coroutine_sent_to_a_stopped_loop_is_closed_not_left_unawaited(recwarn: pytest.WarningsRecorder) -> None:
+    import gc
+
+    from pytest_ragdive.runner import BackgroundLoop
+
+    loop = BackgroundLoop(concurrency=1)
+    loop.close()
+
+    async def finalise() -> None:
+        pass
+
+    with pytest.raises(RuntimeError, match="has stopped"):
+        loop.run(finalise(), timeout=1)
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
