@@ -22,7 +22,8 @@ def run_suite(
 ) -> SuiteResult:
     """Run ``suite`` of a ragdive config (a file path or a RagdiveConfig) against
     ``target`` and return its SuiteResult. Pass a list as ``conversations`` to
-    receive the scored conversations too."""
+    receive the scored conversations too. What a pytest run would print as
+    notes (skipped files, a fatal LLM error) is in ``result.notes``."""
     cfg = config if isinstance(config, RagdiveConfig) else load_config(Path(config).resolve())
     if suite not in cfg.suites:
         raise ValueError(f"suite {suite!r} is not configured (configured: {', '.join(cfg.suites) or 'none'})")
@@ -38,6 +39,5 @@ def run_suite(
     if conversations is not None:
         conversations.extend(convs)
     result = aggregate(suite, convs)
-    if notes or pipeline.fatal:
-        result.meta["notes"] = notes + pipeline.fatal
+    result.notes = notes + pipeline.fatal
     return result

@@ -237,7 +237,7 @@ def _same_inputs(a: Conversation, b: Conversation) -> bool:
 
 
 def _generated_turns(plan: Plan) -> list[Turn]:
-    n = int((plan.spec or {}).get("turns", 1))
+    n = plan.spec.turns if plan.spec is not None else 1
     return [Turn(index=i, rag_input=f"generated question {i + 1} " + _FILLER[:80], ground_truth=_FILLER[:120],
                  standalone_question=_FILLER[:80]) for i in range(n)]
 
@@ -273,7 +273,7 @@ def estimate(
             if plan.kind == "generated":
                 turns = _generated_turns(plan)
                 conv = _placeholder(Conversation(id=plan.conv_id, suite=plan.suite, run=plan.run, source="generated",
-                                                 document_id=(plan.spec or {}).get("document_id"), turns=turns), assume)
+                                                 document_id=plan.spec.document_id if plan.spec is not None else None, turns=turns), assume)
                 per = 1 + assume.regeneration_rate
                 for role, pt in (("simulator", assume.simulator_prompt_tokens),
                                  ("validator", assume.validator_prompt_tokens)):

@@ -150,13 +150,12 @@ class Pipeline:
             return conv
 
     async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
-        from .sources.generator import GeneratedSpec
         from .sources.roles import load_roles
         from .users.simulator import SimulatorUser
 
         sc = self.cfg.suites[plan.suite]
         assert sc.generated is not None and plan.spec is not None
-        spec = GeneratedSpec.model_validate(plan.spec)
+        spec = plan.spec
         try:
             role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
             corpus_path = self.cfg.generated_corpus(plan.suite)

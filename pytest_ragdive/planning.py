@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .config import RagdiveConfig
-from .records import Conversation
+from .records import Conversation, GeneratedSpec
 from .sources import golden
 from .sources.references import check_references
 from .sources.sharded import ShardedQuestion, load_sharded
@@ -25,7 +25,7 @@ class Plan(BaseModel):
     conv_id: str
     kind: Literal["golden_single", "golden", "generated", "sharded"]
     template: Conversation | None = None
-    spec: dict[str, Any] | None = None
+    spec: GeneratedSpec | None = None
     question: ShardedQuestion | None = None  # sharded: the question; template carries the condition
 
     @property
@@ -65,7 +65,7 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
     dup = sorted(i for i, n in Counter(ids).items() if n > 1)
     if dup:
         raise golden.GoldenError(f"suite {suite!r}: ids used twice across its files: {', '.join(dup[:5])}")
-    gen_specs: list[dict[str, Any]] = []
+    gen_specs: list[GeneratedSpec] = []
     if sc.generated is not None:
         if not llm_enabled or not cfg.role_model("simulator"):
             notes.append(
@@ -92,7 +92,7 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
                      template=conv.model_copy(update={"run": run}, deep=True))
             )
         for spec in gen_specs:
-            plans.append(Plan(suite=suite, run=run, conv_id=str(spec["id"]), kind="generated", spec=spec))
+            plans.append(Plan(suite=suite, run=run, conv_id=spec.id, kind="generated", spec=spec))
     plans += _plan_sharded(sharded, sc.sharded_conditions, suite, max(runs, sc.sharded_runs))
     return plans
 
@@ -135,7 +135,7 @@ def _load_logs(cfg: RagdiveConfig, path: str, suite: str) -> list[Conversation]:
     return out
 
 
-def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:
+def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[GeneratedSpec]:
     from .sources.generator import plan_generated
 
     sc = cfg.suites[suite]
@@ -150,7 +150,7 @@ def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[dict[str, Any]]:
     except RoleError as e:
         raise golden.GoldenError(f"suite {suite!r}: {e}") from None
     corpus = golden.load_corpus(cfg.path(corpus_path))
-    return [s.model_dump(mode="json") for s in plan_generated(sc.generated, corpus, suite)]
+    return plan_generated(sc.generated, corpus, suite)
 
 
 def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Plan]:
@@ -176,7 +176,7 @@ def expected_turns(plan: Plan) -> int:
     if plan.template is not None:
         turns = plan.template.turns
         return len(turns) + sum(1 for t in turns[1:] if t.standalone_question and t.standalone_question != t.rag_input)
-    return int((plan.spec or {}).get("turns", 1))
+    return plan.spec.turns if plan.spec is not None else 1
 
 
 def shard_plans(plans: list[Plan], index: int, count: int) -> list[Plan]:

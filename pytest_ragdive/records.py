@@ -284,6 +284,19 @@ class DocWindow(_Record):
     of: int
 
 
+class GeneratedSpec(_Record):
+    """One planned generated conversation (RAG-DIVE CG): which document, which role, how many turns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    suite: str
+    document_id: str
+    role: str
+    turns: int = Field(ge=1)
+    seed: int
+
+
 class Turn(_Record):
     """One user turn and, once run, the target's answer and the turn's scores."""
 
@@ -366,7 +379,17 @@ class SuiteResult(_Record):
     errors: int = 0
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     sharded: ShardedReport | None = None  # the sharded diagnosis' decomposition table
-    meta: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)  # what a run outside pytest would have printed (run_suite)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_meta(cls, data: Any) -> Any:
+        """results.json files written before ``notes`` had a free-form ``meta``."""
+        if isinstance(data, dict) and "meta" in data:
+            data = dict(data)
+            meta = data.pop("meta") or {}
+            data.setdefault("notes", list(meta.get("notes", [])) if isinstance(meta, dict) else [])
+        return data
 
     def value(self, metric: str) -> float | None:
         m = self.metrics.get(metric)

@@ -105,3 +105,12 @@ def test_round_trip_production_log_to_a_suite(bot, tmp_path: Path, capsys: pytes
     # and a regression of the bot shows on the new cases
     forgetful = make_bot(history="none", top_k=1)
     assert run_suite(forgetful, cfg).value("answer_f1") < 1.0
+
+
+def test_suite_results_of_older_results_files_still_load() -> None:
+    from pytest_ragdive.records import SuiteResult
+
+    old = SuiteResult.model_validate({"suite": "core", "meta": {"notes": ["a note"]}})
+    assert old.notes == ["a note"]
+    assert SuiteResult.model_validate({"suite": "core", "meta": {}}).notes == []
+    assert "meta" not in SuiteResult(suite="core").model_dump()

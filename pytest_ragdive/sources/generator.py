@@ -32,11 +32,9 @@ from __future__ import annotations
 import random
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..config import GeneratedConfig
 from ..errors import GenerationError
-from ..records import Document
+from ..records import Document, GeneratedSpec
 from .validator import UNANSWERABLE, GeneratedTurn
 
 __all__ = [
@@ -52,19 +50,6 @@ __all__ = [
 ]
 
 RUN_SEED_STRIDE = 1000
-
-
-class GeneratedSpec(BaseModel):
-    """One planned generated conversation: which document, which role, how many turns."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    suite: str
-    document_id: str
-    role: str
-    turns: int = Field(ge=1)
-    seed: int
 
 
 def _id_part(value: str) -> str:
