@@ -112,3 +112,18 @@ def toy(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Py
 
 def results(pytester: pytest.Pytester) -> dict:
     return json.loads((pytester.path / "report" / "results.json").read_text())
+
+
+def llm_project(pytester: pytest.Pytester, corpus: list[dict[str, str]], *, llm: str, rest: str, top: str = "") -> None:
+    """A toy project on the LLM path: the toy bot, ``corpus`` as corpus.jsonl and a
+    pyproject whose ``[tool.ragdive.llm]`` table holds ``llm`` (key = value lines);
+    ``top`` goes under ``[tool.ragdive]``, ``rest`` (gate, suites) after the llm table."""
+    pytester.makeconftest(TOY_CONFTEST)
+    (pytester.path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in corpus) + "\n")
+    pytester.makefile(
+        ".toml",
+        pyproject=(
+            '[tool.ragdive]\ncorpus = "corpus.jsonl"\nreport_dir = "report"\nmodel = "openai/fake-model"\n'
+            f"{textwrap.dedent(top)}\n[tool.ragdive.llm]\n{textwrap.dedent(llm)}\n{textwrap.dedent(rest)}"
+        ),
+    )

@@ -5,7 +5,6 @@ ending in a SystemError)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import TOY_CONFTEST
+from conftest import llm_project
 from test_plugin_llm import CORPUS, scripted
 
 from pytest_ragdive.interrupts import FORCED_EXIT, InterruptGuard
@@ -24,24 +23,11 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def _project(pytester: pytest.Pytester, server: FakeLLMServer, transport: str) -> None:
-    pytester.makeconftest(TOY_CONFTEST)
-    (pytester.path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in CORPUS) + "\n")
-    pytester.makefile(
-        ".toml",
-        pyproject=f"""
-[tool.ragdive]
-corpus = "corpus.jsonl"
-report_dir = "report"
-model = "openai/fake-model"
-concurrency = 4
-[tool.ragdive.llm]
-api_base = "{server.url}"
-api_key_env = "{FAKE_KEY_ENV}"
-transport = "{transport}"
-timeout_s = 30
-[tool.ragdive.suites.core]
-generated = {{ conversations = 12, turns = 3, roles = ["default", "referrer"], seed = 1 }}
-""",
+    llm_project(
+        pytester, CORPUS, top="concurrency = 4",
+        llm=f'api_base = "{server.url}"\napi_key_env = "{FAKE_KEY_ENV}"\ntransport = "{transport}"\ntimeout_s = 30',
+        rest='[tool.ragdive.suites.core]\n'
+        'generated = { conversations = 12, turns = 3, roles = ["default", "referrer"], seed = 1 }\n',
     )
 
 

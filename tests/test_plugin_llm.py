@@ -3,11 +3,10 @@ judged metrics gated end to end, against the fake OpenAI-compatible server."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from conftest import TOY_CONFTEST, results
+from conftest import llm_project, results
 
 from pytest_ragdive.testing import FAKE_KEY_ENV, FakeLLMServer, example_from_schema
 
@@ -60,27 +59,11 @@ def llm_toy(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(FAKE_KEY_ENV, "sk-test-secret-4242")
     server = FakeLLMServer(scripted).start()
-    pytester.makeconftest(TOY_CONFTEST)
-    (pytester.path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in CORPUS) + "\n")
-    pytester.makefile(
-        ".toml",
-        pyproject=f"""
-[tool.ragdive]
-corpus = "corpus.jsonl"
-report_dir = "report"
-model = "openai/fake-model"
-concurrency = 4
-[tool.ragdive.llm]
-api_base = "{server.url}"
-api_key_env = "{FAKE_KEY_ENV}"
-transport = "openai_http"
-timeout_s = 5
-[tool.ragdive.gate]
-recall_at_k = 0.05
-forgetfulness = 0.0
-[tool.ragdive.suites.core]
-generated = {{ conversations = 3, turns = 2, roles = ["default", "referrer"], seed = 1 }}
-""",
+    llm_project(
+        pytester, CORPUS, top="concurrency = 4",
+        llm=f'api_base = "{server.url}"\napi_key_env = "{FAKE_KEY_ENV}"\ntransport = "openai_http"\ntimeout_s = 5',
+        rest="[tool.ragdive.gate]\nrecall_at_k = 0.05\nforgetfulness = 0.0\n[tool.ragdive.suites.core]\n"
+        'generated = { conversations = 3, turns = 2, roles = ["default", "referrer"], seed = 1 }\n',
     )
     yield pytester, server
     server.stop()
