@@ -251,13 +251,33 @@ class _Wrapped:
     def record_feedback(self, category: str, *, request_id: str | None = None) -> None:
         self.monitor.record_feedback(category, request_id=request_id)
 
-    def _start(self, messages: Sequence[Mapping[str, Any]], request_id: str | None, conversation_id: str | None) -> _Call:
-        return _Call(
+    @contextmanager
+    def _recorded(
+        self, messages: Sequence[Mapping[str, Any]], request_id: str | None, conversation_id: str | None
+    ) -> Iterator[_Call]:
+        """One call, timed, submitted to the monitor when it returned or raised an
+        Exception (a cancelled call, a BaseException, is not recorded)."""
+        call = _Call(
             request_id=request_id or uuid.uuid4().hex,
             conversation_id=conversation_id,
             time=utc_now(),
             messages=list(messages),
         )
+        token = _TIMINGS.set(call.timings)
+        t0 = time.perf_counter()
+        done = False
+        try:
+            yield call
+            done = True
+        except Exception as e:
+            call.error = e
+            done = True
+            raise
+        finally:
+            call.total_s = time.perf_counter() - t0
+            _TIMINGS.reset(token)
+            if done:
+                self.monitor.submit(call)
 
 
 class MonitoredTarget(_Wrapped):
@@ -270,23 +290,9 @@ class MonitoredTarget(_Wrapped):
         request_id: str | None = None,
         conversation_id: str | None = None,
     ) -> Any:
-        call = self._start(messages, request_id, conversation_id)
-        token = _TIMINGS.set(call.timings)
-        t0 = time.perf_counter()
-        done = False  # a cancelled call (BaseException) is not recorded
-        try:
+        with self._recorded(messages, request_id, conversation_id) as call:
             call.value = self.target(messages)
-            done = True
             return call.value
-        except Exception as e:
-            call.error = e
-            done = True
-            raise
-        finally:
-            call.total_s = time.perf_counter() - t0
-            _TIMINGS.reset(token)
-            if done:
-                self.monitor.submit(call)
 
 
 class AsyncMonitoredTarget(_Wrapped):
@@ -299,23 +305,9 @@ class AsyncMonitoredTarget(_Wrapped):
         request_id: str | None = None,
         conversation_id: str | None = None,
     ) -> Any:
-        call = self._start(messages, request_id, conversation_id)
-        token = _TIMINGS.set(call.timings)
-        t0 = time.perf_counter()
-        done = False  # a cancelled call (BaseException) is not recorded
-        try:
+        with self._recorded(messages, request_id, conversation_id) as call:
             call.value = await self.target(messages)
-            done = True
             return call.value
-        except Exception as e:
-            call.error = e
-            done = True
-            raise
-        finally:
-            call.total_s = time.perf_counter() - t0
-            _TIMINGS.reset(token)
-            if done:
-                self.monitor.submit(call)
 
 
 def _is_async(target: Callable[..., Any]) -> bool:
