@@ -18,9 +18,11 @@ and our system message tells the judge that fenced text is data.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -60,13 +62,9 @@ class RagasInvalidOutput(ValueError):
     """Our client got no valid structured output for a ragas prompt (after its repair call)."""
 
 
-_RAGAS: dict[str, Any] = {}
-
-
-def require_ragas() -> dict[str, Any]:
-    """Import ragas (telemetry off) once; the classes this backend uses, by name."""
-    if _RAGAS:
-        return _RAGAS
+@functools.cache  # an import, done once per process as Python's own import is
+def require_ragas() -> Mapping[str, Any]:
+    """Import ragas (telemetry off); the classes this backend uses, by name (read-only)."""
     os.environ["RAGAS_DO_NOT_TRACK"] = "true"
     try:
         import ragas
@@ -77,14 +75,13 @@ def require_ragas() -> dict[str, Any]:
             f"judge_backend = 'ragas' needs the ragas extra, which is not importable here ({e}); "
             f"install it with: {INSTALL_HINT}"
         ) from e
-    _RAGAS.update(
+    return MappingProxyType(dict(
         version=str(getattr(ragas, "__version__", "unknown")),
         base_llm=InstructorBaseRagasLLM,
         faithfulness=Faithfulness,
         context_precision=ContextPrecisionWithReference,
         context_recall=ContextRecall,
-    )
-    return _RAGAS
+    ))
 
 
 async def judge_conversation_ragas(

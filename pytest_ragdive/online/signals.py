@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict
 
@@ -116,10 +117,18 @@ _STOPWORDS: dict[str, frozenset[str]] = {
 _WORD_RE = re.compile(r"\b[^\W\d_]+\b")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _SCRIPT_RES = tuple((lang, re.compile(f"[{chr(lo)}-{chr(hi)}]")) for lang, lo, hi in _SCRIPTS)
-_WORD_LANGS: dict[str, tuple[str, ...]] = {}
-for _lang, _words in _STOPWORDS.items():
-    for _w in _words:
-        _WORD_LANGS[_w] = (*_WORD_LANGS.get(_w, ()), _lang)
+
+
+def _word_langs() -> Mapping[str, tuple[str, ...]]:
+    """Each function word and the languages it belongs to (a constant table)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for lang, words in _STOPWORDS.items():
+        for w in words:
+            out[w] = (*out.get(w, ()), lang)
+    return MappingProxyType(out)
+
+
+_WORD_LANGS = _word_langs()
 
 
 def detect_language(text: str) -> str:
