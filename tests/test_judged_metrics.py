@@ -398,11 +398,14 @@ def test_cascade_rejudges_only_negatives_with_the_strong_model(tmp_path: Any) ->
     assert calls["turn"] == 8 + 6 and calls["conversation"] == 2 + 2
 
 
-def test_ragas_backend_without_ragas_gives_a_clear_message(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ragas_backend_without_ragas_gives_a_clear_message(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     from pytest_ragdive.metrics import ragas_backend
 
     monkeypatch.setitem(sys.modules, "ragas", None)  # import ragas -> ImportError, installed or not
-    monkeypatch.setattr(ragas_backend, "_RAGAS", {})
+    ragas_backend.require_ragas.cache_clear()  # forget an earlier test's import of ragas
+    request.addfinalizer(ragas_backend.require_ragas.cache_clear)  # and this test's failure
     conv = make_conv()
     with FakeLLMServer(scripted) as server:
         cfg = cfg_for(server, tmp_path, judge_backend="ragas")
