@@ -43,7 +43,7 @@ from ..errors import (
     LLMConfigError,
 )
 from .cache import CachedResponse, LLMCache, cache_key
-from .coalesce import Heartbeat, SingleFlight, claim_or_wait
+from .coalesce import Heartbeats, SingleFlight, claim_or_wait
 from .redact import Secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
@@ -118,6 +118,7 @@ class LLMClient:
         self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
+        self._heartbeats: Heartbeats | None = None  # of the running loop
 
     @classmethod
     def from_config(cls, cfg: RagdiveConfig, **kwargs: Any) -> LLMClient:
@@ -174,6 +175,9 @@ class LLMClient:
             self._loop = loop
             self._sender.bind_loop()
             self._flight.reset()
+            if self._heartbeats is not None:
+                self._heartbeats.stop()
+            self._heartbeats = Heartbeats(self.cache, self._io) if self.cache is not None else None
             # an async generator parked at its yield: asyncio.run() (loop.shutdown_asyncgens)
             # finalizes it before closing the loop, which closes our HTTP session in its own
             # loop even when nobody calls aclose()
@@ -203,6 +207,8 @@ class LLMClient:
             self.close()
 
     async def _close_session(self) -> None:
+        if self._heartbeats is not None:
+            self._heartbeats.stop()
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT_S):
                 await self._sender.aclose()
@@ -247,7 +253,7 @@ class LLMClient:
         self._stats.bump(role, model, calls=1)
         r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
-        value, err = parse_json_output(r1.content, schema)
+        value, err = _parse(r1, schema)
         if value is not None:
             cost = None if c1 else r1.cost_usd
             return LLMResult(value, r1.content, None, c1, r1.model or model, role, prompt_id, False, *tokens, cost)
@@ -255,7 +261,7 @@ class LLMClient:
         assert err is not None
         self._stats.bump(role, model, calls=1, repairs=1)
         r2, c2, k2 = await self._complete(repair_messages(msgs, r1.content, err, js), call, repair=True)
-        value, err2 = parse_json_output(r2.content, schema)
+        value, err2 = _parse(r2, schema)
         costs = [r.cost_usd for r, c in ((r1, c1), (r2, c2)) if not c and r.cost_usd is not None]
         pt = tokens[0] + (r2.prompt_tokens if not c2 else 0)
         ct = tokens[1] + (r2.completion_tokens if not c2 else 0)
@@ -362,14 +368,14 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             raise CacheMissError(call.role, call.model, call.prompt_id, key)
         coordinate = cache is not None and cache.record_mode.coordinates
-        heartbeat: Heartbeat | None = None
+        heartbeats = self._heartbeats if coordinate else None
         if coordinate:
-            assert cache is not None
+            assert cache is not None and heartbeats is not None
             hit, waited = await claim_or_wait(cache, key, self._io)
             if hit is not None:
                 self._hit(call, waited=waited)
                 return hit, True
-            heartbeat = Heartbeat(cache, key, self._io).start()
+            heartbeats.hold(key)
         released = False
         try:
             if cache is not None:
@@ -383,8 +389,8 @@ class LLMClient:
                 released = await self._io(cache.set, key, resp, release=coordinate)
             return resp, False
         finally:
-            if heartbeat is not None:
-                heartbeat.stop()
+            if heartbeats is not None:
+                heartbeats.drop(key)
             if coordinate and not released:
                 assert cache is not None
                 cache.release(key)
@@ -406,9 +412,16 @@ class LLMClient:
                 cache.stats.rejected += 1
 
     async def _io(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
-        """A cache write: in a worker thread when ``io_threads`` (a busy SQLite
-        lock held by another process then never stalls the event loop)."""
+        """A cache write. With ``io_threads``, a SQLite lock held by another writer
+        never stalls the event loop: the write is tried here on a connection that
+        does not wait for the lock (:meth:`LLMCache.nowait`), and only when the lock
+        is busy is it run in a worker thread (a thread hop per write cost more CPU
+        than the write itself)."""
         if self.io_threads:
+            if self.cache is not None:
+                done, out = self.cache.nowait(fn, *args, **kwargs)
+                if done:
+                    return out  # type: ignore[return-value]
             return await asyncio.to_thread(fn, *args, **kwargs)
         return fn(*args, **kwargs)
 
@@ -421,8 +434,22 @@ class LLMClient:
             raise BudgetExceeded(spent, max_cost, self._stats.spend_breakdown())
 
 def _usable(call: Call, resp: CachedResponse) -> bool:
-    """Whether a reply may be stored: any text reply; a structured one that parses."""
-    return call.schema is None or parse_json_output(resp.content, call.schema)[0] is not None
+    """Whether a reply may be stored: any text reply; a structured one that parses
+    (the parse is kept on the reply for :func:`_parse`)."""
+    if call.schema is None:
+        return True
+    parsed = parse_json_output(resp.content, call.schema)
+    resp._parsed = (call.schema, parsed)
+    return parsed[0] is not None
+
+
+def _parse(resp: CachedResponse, schema: type[T]) -> tuple[T | None, str | None]:
+    """``parse_json_output`` of a reply, once: the parse :func:`_usable` made is taken
+    (by the first caller only: callers sharing a reply get their own instances)."""
+    memo, resp._parsed = resp._parsed, None
+    if memo is not None and memo[0] is schema:
+        return memo[1]
+    return parse_json_output(resp.content, schema)
 
 
 def _check_role(role: str) -> None:
