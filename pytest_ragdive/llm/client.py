@@ -58,6 +58,8 @@ __all__ = ["LLMClient", "LLMResult"]
 
 #: how long :meth:`LLMClient.aclose` waits for the HTTP session to close
 CLOSE_TIMEOUT_S = 5.0
+#: judge calls under way at once, in multiples of ``llm.max_in_flight`` (see ``_judge_gate``)
+JUDGE_AHEAD = 2
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
@@ -119,6 +121,11 @@ class LLMClient:
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
         self._heartbeats: Heartbeats | None = None  # of the running loop
+        # judge calls being looked up, claimed, waiting for a request slot or in flight: at most
+        # JUDGE_AHEAD x max_in_flight. A finished conversation's judge fan-out is then prepared
+        # as slots come free, not all at once (a burst that held up the other conversations'
+        # turns on the event loop, and kept hundreds of claims alive for seconds)
+        self._judge_gate: asyncio.Semaphore | None = None
 
     @classmethod
     def from_config(cls, cfg: RagdiveConfig, **kwargs: Any) -> LLMClient:
@@ -178,6 +185,7 @@ class LLMClient:
             if self._heartbeats is not None:
                 self._heartbeats.stop()
             self._heartbeats = Heartbeats(self.cache, self._io) if self.cache is not None else None
+            self._judge_gate = asyncio.Semaphore(JUDGE_AHEAD * self.max_in_flight)
             # an async generator parked at its yield: asyncio.run() (loop.shutdown_asyncgens)
             # finalizes it before closing the loop, which closes our HTTP session in its own
             # loop even when nobody calls aclose()
@@ -331,6 +339,15 @@ class LLMClient:
         """(response, from_cache, key) for one logical call: cache, single flight,
         fetch, store (a structured reply only when it parses)."""
         await self._bind_loop()
+        gate = self._judge_gate if call.role == "judge" else None
+        if gate is None:
+            return await self._complete_now(messages, call, repair)
+        async with gate:
+            return await self._complete_now(messages, call, repair)
+
+    async def _complete_now(
+        self, messages: list[dict[str, Any]], call: Call, repair: bool
+    ) -> tuple[CachedResponse, bool, str]:
         key = cache_key(
             model=call.model,
             messages=messages,
