@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from ..config import RecordMode
 from ..errors import CacheUnusable, RagdiveCacheWarning, one_line
 from .claims import EXPIRE_S, PREFIX, Marker, Watch, is_stale, new_marker, parse
+from .disk import is_busy, open_db
 from .keys import KEY_VERSION, cache_key, canonical_json
 from .stats import CacheStats
 
@@ -74,8 +75,6 @@ R = TypeVar("R")
 
 #: SQLite busy timeout: how long a writer waits for another process's lock
 DB_TIMEOUT_S = 30.0
-#: values up to this size stay inside cache.db (one file, easy to commit)
-MIN_FILE_SIZE = 2**22
 
 class CachedResponse(BaseModel):
     """What the cache keeps of one chat completion."""
@@ -96,33 +95,6 @@ class CachedResponse(BaseModel):
 
 # --------------------------------------------------------------------------
 # the cache
-
-
-def _busy(e: BaseException) -> bool:
-    """Whether ``e`` says that another writer holds SQLite's lock (diskcache's Timeout,
-    or sqlite3's "database is locked")."""
-    if isinstance(e, sqlite3.OperationalError):
-        return "locked" in str(e) or "busy" in str(e)
-    return type(e).__name__ == "Timeout" and type(e).__module__.startswith("diskcache")
-
-
-def _safe_disk_class() -> Any:
-    import diskcache
-
-    class SafeDisk(diskcache.Disk):
-        """A Disk that never unpickles: keys and values are plain text."""
-
-        def get(self, key: Any, raw: bool) -> Any:
-            if not raw:
-                raise ValueError("pickled cache key refused")
-            return super().get(key, raw)
-
-        def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
-            if mode == diskcache.core.MODE_PICKLE:
-                raise ValueError("pickled cache value refused")
-            return super().fetch(mode, filename, value, read)
-
-    return SafeDisk
 
 
 class LLMCache:
@@ -193,18 +165,9 @@ class LLMCache:
                 return self._db
             if self.unusable is not None:
                 raise CacheUnusable(self.unusable)
-            import diskcache
-
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                self._db = diskcache.Cache(
-                    str(self.directory),
-                    timeout=self.timeout,
-                    disk=_safe_disk_class(),
-                    eviction_policy="none",  # never drop recorded answers; reads never write
-                    disk_min_file_size=MIN_FILE_SIZE,
-                    size_limit=2**40,
-                )
+                self._db = open_db(self.directory, self.timeout)
             except Exception as e:  # a corrupt cache.db, an unwritable directory
                 self._mark_unusable(e)
                 raise CacheUnusable(self.unusable or str(e)) from None
@@ -224,7 +187,7 @@ class LLMCache:
         try:
             return True, fn(*args, **kwargs)
         except Exception as e:
-            if _busy(e):
+            if is_busy(e):
                 return False, None
             raise
         finally:
@@ -233,24 +196,15 @@ class LLMCache:
     def _fast_db(self) -> Any:
         if self._fast is None and self.unusable is None:
             try:
-                db = self.db  # opened (and checked) as usual first
-                import diskcache
-
-                self._fast = diskcache.Cache(
-                    db.directory,
-                    timeout=0,
-                    disk=_safe_disk_class(),
-                    eviction_policy="none",
-                    disk_min_file_size=MIN_FILE_SIZE,
-                    size_limit=2**40,
-                )
+                self.db  # noqa: B018 - opened (and checked) as usual first
+                self._fast = open_db(self.directory, 0)
             except Exception:  # noqa: BLE001 - the worker-thread path still works
                 self._fast = False
         return None if self._fast is False else self._fast  # never its truth value: len() counts rows
 
     def _raise_busy(self, e: BaseException) -> None:
         """Inside :meth:`nowait`, a busy lock is handed to it (not counted as an error)."""
-        if getattr(self._tls, "fast", None) is not None and _busy(e):
+        if getattr(self._tls, "fast", None) is not None and is_busy(e):
             raise e
 
     # -- an unusable cache (corrupt cache.db): said once, then no cache at all

@@ -48,7 +48,7 @@ from .redact import Secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
 from .stats import ROLES, LLMStats
-from .structured import parse_json_output, repair_messages
+from .structured import parse_reply, repair_messages, usable_reply
 from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ class LLMClient:
         self._stats.bump(role, model, calls=1)
         r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
-        value, err = _parse(r1, schema)
+        value, err = parse_reply(r1, schema)
         if value is not None:
             cost = None if c1 else r1.cost_usd
             return LLMResult(value, r1.content, None, c1, r1.model or model, role, prompt_id, False, *tokens, cost)
@@ -269,7 +269,7 @@ class LLMClient:
         assert err is not None
         self._stats.bump(role, model, calls=1, repairs=1)
         r2, c2, k2 = await self._complete(repair_messages(msgs, r1.content, err, js), call, repair=True)
-        value, err2 = _parse(r2, schema)
+        value, err2 = parse_reply(r2, schema)
         costs = [r.cost_usd for r, c in ((r1, c1), (r2, c2)) if not c and r.cost_usd is not None]
         pt = tokens[0] + (r2.prompt_tokens if not c2 else 0)
         ct = tokens[1] + (r2.completion_tokens if not c2 else 0)
@@ -400,7 +400,7 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             self._check_budget()
             resp = await self._sender.fetch(messages, call)
-            if cache is not None and _usable(call, resp):
+            if cache is not None and usable_reply(call.schema, resp):
                 # stored at once (an interrupted run repeats no finished call), and our claim dropped;
                 # a structured reply that does not parse is never stored (a rerun asks again)
                 released = await self._io(cache.set, key, resp, release=coordinate)
@@ -449,25 +449,6 @@ class LLMClient:
         spent = self._stats.spent_usd()
         if spent >= max_cost:
             raise BudgetExceeded(spent, max_cost, self._stats.spend_breakdown())
-
-def _usable(call: Call, resp: CachedResponse) -> bool:
-    """Whether a reply may be stored: any text reply; a structured one that parses
-    (the parse is kept on the reply for :func:`_parse`)."""
-    if call.schema is None:
-        return True
-    parsed = parse_json_output(resp.content, call.schema)
-    resp._parsed = (call.schema, parsed)
-    return parsed[0] is not None
-
-
-def _parse(resp: CachedResponse, schema: type[T]) -> tuple[T | None, str | None]:
-    """``parse_json_output`` of a reply, once: the parse :func:`_usable` made is taken
-    (by the first caller only: callers sharing a reply get their own instances)."""
-    memo, resp._parsed = resp._parsed, None
-    if memo is not None and memo[0] is schema:
-        return memo[1]
-    return parse_json_output(resp.content, schema)
-
 
 def _check_role(role: str) -> None:
     if role not in ROLES:
