@@ -179,7 +179,9 @@ def main() -> int:
                         cache_dir=tmp,
                         record_mode="new_episodes" if args.cache else "off",
                         concurrency=level,
-                        llm={"transport": transport, "timeout_s": 30, "max_retries": 2},
+                        # the ideal schedules `level` requests at once: bound the client's requests the same
+                        # (llm.max_in_flight defaults to 4 x concurrency)
+                        llm={"transport": transport, "timeout_s": 30, "max_retries": 2, "max_in_flight": level},
                     )
                     cpu0 = time.process_time()
                     wall, stats = asyncio.run(run_once(cfg, args.conversations))

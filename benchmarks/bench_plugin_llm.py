@@ -13,13 +13,17 @@ runs again on the same cache (the warm rerun).
 
 "In flight" sets both bounds: ``concurrency`` (conversations in their turn
 loops) and ``llm.max_in_flight`` (requests). Columns: requests the server
-got; wall s of the test loop (pytest start-up and the litellm import are left
-out); the ideal: the larger of the request bound (requests x latency / in
-flight) and the conversation bound (ceil(conversations / in flight) waves of
-simulator + validator calls per turn, then one round of judge calls);
-efficiency = ideal / wall; client CPU per
-call (the pytest process's CPU in the test loop, less the bot's, per
-request); the warm rerun's requests and wall.
+got; wall s of the test loop (pytest start-up, and fixed start-up costs done
+in ``pytest_configure``: the imports of aiohttp and litellm, the chatbot's
+import and index build, are left out); the ideal: the larger of the request
+bound (requests x latency / in flight) and the conversation bound
+(ceil(conversations / in flight) waves of simulator + validator calls per
+turn, then one round of judge calls); efficiency = ideal / wall; client CPU
+per call (the pytest process's CPU in the test loop, less the bot's, per
+request); the fake server's CPU per request (its own process: on 2 cores it
+shares the machine with the client); the first request's delay after the
+test loop starts; the most requests the server saw at once; the warm rerun's
+requests and wall; the load average before and after the row.
 """
 
 from __future__ import annotations
@@ -37,10 +41,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 
 SERVER = r'''
-import itertools, json, sys
+import itertools, json, sys, time
 from pytest_ragdive.testing import FakeLLMServer
 
 n = itertools.count()
+T = []  # when each request's reply was made (monotonic; the request came latency_s earlier)
 
 def example(schema, defs):
     if "$ref" in schema:
@@ -58,21 +63,32 @@ def example(schema, defs):
         return [example(schema.get("items", {}), defs) for _ in range(2)]
     return {"string": "a fake statement", "integer": 1, "number": 1.0, "boolean": True}.get(t, "fake")
 
+def schema_in_prompt(text):
+    """The schema that JSON mode puts into the system prompt (one line of canonical JSON)."""
+    i = text.find("JSON schema:\n")
+    if i < 0:
+        return None
+    try:
+        return json.loads(text[i + len("JSON schema:\n"):].split("\n", 1)[0])
+    except ValueError:
+        return None
+
 def handler(body):
+    T.append(time.monotonic())
     text = "\n".join(m.get("content") or "" for m in body.get("messages", []) if isinstance(m.get("content"), str))
-    if "rag_input" in text and "ground_truth" in text and "valid" not in text.split("JSON")[-1][:200]:
+    rf = body.get("response_format") or {}
+    # the schema asked for: json_schema mode sends it, JSON mode (litellm here) puts it into the prompt
+    schema = (rf.get("json_schema") or {}).get("schema") or schema_in_prompt(text) or {}
+    props = schema.get("properties", {})
+    if "rag_input" in props:  # the simulator
         i = next(n)
         first = "this is the first turn" in text
         q = f"How do I change setting number {i} of my account?"
         return {"rag_input": q, "standalone_question": q, "ground_truth": f"Open settings and pick option {i}.",
                 "question_type": "Initial" if first else "Follow-up"}
-    rf = body.get("response_format") or {}
-    schema = (rf.get("json_schema") or {}).get("schema")
-    if schema is not None and "valid" in schema.get("properties", {}):
+    if "valid" in props:  # the validator
         return {"valid": True, "reason": "fine", "failed_checks": []}
-    if schema is None:
-        if '"valid"' in text:
-            return {"valid": True, "reason": "fine", "failed_checks": []}
+    if not schema:
         return {"claims": [{"claim": "x", "supported": True}], "verdicts": [{"relevant": True}],
                 "statements": [{"statement": "x", "attributed": True}], "correct": True, "forgetful": False,
                 "turns": [], "retained": True}
@@ -80,10 +96,15 @@ def handler(body):
 
 s = FakeLLMServer(handler=handler, latency_s=float(sys.argv[1])).start()
 print(s.url, flush=True)
+c0 = time.process_time()
 for line in sys.stdin:
     if line.strip() == "count":
-        print(json.dumps({"requests": s.request_count, "max_in_flight": s.max_in_flight}), flush=True)
+        print(json.dumps({"requests": s.request_count, "max_in_flight": s.max_in_flight,
+                          "cpu": time.process_time() - c0, "first": min(T, default=0.0) - s.latency_s,
+                          "last": max(T, default=0.0)}), flush=True)
         s.reset()
+        T.clear()
+        c0 = time.process_time()
 s.stop()
 '''
 
@@ -111,19 +132,23 @@ CONFTEST = textwrap.dedent(
     import pytest
 
     def pytest_configure(config):
+        # fixed start-up costs, not scheduling: the HTTP library's import (aiohttp loads the
+        # CA bundle), litellm's, and the chatbot's own import and index build
+        import aiohttp  # noqa: F401
+        import bench_target  # noqa: F401
         if os.environ.get("BENCH_PREIMPORT_LITELLM"):
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm  # noqa: F401  (a fixed start-up cost, not scheduling)
+            import litellm  # noqa: F401
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(session):
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, m0 = time.perf_counter(), time.process_time(), time.monotonic()
         try:
             return (yield)
         finally:
             mod = sys.modules.get("bench_target")
             with open(os.environ["BENCH_OUT"], "w") as f:
-                json.dump({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                json.dump({"t0": m0, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
                            "target": mod.spent[0] if mod else 0.0}, f)
     '''
 )
@@ -188,7 +213,7 @@ def main() -> None:
     assert server.stdin is not None and server.stdout is not None
     url = server.stdout.readline().strip()
 
-    def count() -> dict[str, int]:
+    def count() -> dict[str, float]:
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write("count\n")
         server.stdin.flush()
@@ -206,8 +231,8 @@ def main() -> None:
     print(f"{args.conversations} generated conversations x {args.turns} turns, judged; latency {args.latency:g} s; "
           f"{os.cpu_count()} CPUs\n")
     print("| transport | in flight | requests | wall s | ideal s | efficiency | client CPU ms/call | "
-          "max in flight | warm requests | warm wall s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "server CPU ms/req | first request s | max in flight | warm requests | warm wall s | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     try:
         for transport in args.transports.split(","):
             for level in (int(x) for x in args.concurrency.split(",")):
@@ -215,15 +240,20 @@ def main() -> None:
                     root = Path(d)
                     project(root, url, transport, level, args.conversations, args.turns)
                     count()
+                    load = os.getloadavg()[0]
                     cold = run(root, transport)
                     c = count()
                     warm = run(root, transport)
                     w = count()
-                ideal = ideal_s(c["requests"], level)
-                cpu = 1000 * (cold["cpu"] - cold["target"]) / max(1, c["requests"])
-                print(f"| {transport} | {level} | {c['requests']} | {cold['wall']:.2f} | {ideal:.2f} | "
-                      f"{ideal / cold['wall']:.2f} | {cpu:.2f} | {c['max_in_flight']} | {w['requests']} | "
-                      f"{warm['wall']:.2f} |", flush=True)
+                requests = int(c["requests"])
+                ideal = ideal_s(requests, level)
+                cpu = 1000 * (cold["cpu"] - cold["target"]) / max(1, requests)
+                server_cpu = 1000 * c["cpu"] / max(1, requests)
+                first = c["first"] - cold["t0"] if requests else float("nan")
+                print(f"| {transport} | {level} | {requests} | {cold['wall']:.2f} | {ideal:.2f} | "
+                      f"{ideal / cold['wall']:.2f} | {cpu:.2f} | {server_cpu:.2f} | {first:.2f} | "
+                      f"{int(c['max_in_flight'])} | {int(w['requests'])} | {warm['wall']:.2f} | "
+                      f"{load:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
     finally:
         server.stdin.close()
         server.wait(timeout=10)

@@ -9,7 +9,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import RagdiveConfig
 from .errors import FatalRunError
@@ -19,6 +19,9 @@ from .records import Conversation, Document
 from .runner import BackgroundLoop, record_error, run_conversation, run_scripted
 from .sources.golden import load_corpus
 from .target import AsyncTarget
+
+if TYPE_CHECKING:
+    from .sources.roles import Role
 
 
 class Pipeline:
@@ -31,6 +34,7 @@ class Pipeline:
         self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
         self._llm: Any = None
         self._corpora: dict[str, dict[str, Document]] = {}
+        self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -157,7 +161,10 @@ class Pipeline:
         assert sc.generated is not None and plan.spec is not None
         spec = plan.spec
         try:
-            role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
+            role = self._roles.get(spec.role)
+            if role is None:
+                role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
+                self._roles[spec.role] = role
             corpus_path = self.cfg.generated_corpus(plan.suite)
             assert corpus_path is not None
             docs = self.corpus(corpus_path)

@@ -283,7 +283,7 @@ def test_invalid_entries_of_an_older_run_are_dropped(
 
     server.fault_for = lambda body, n: "malformed"
     with monkeypatch.context() as m:
-        m.setattr(client_mod, "_usable", lambda call, resp: True)  # the old client: store whatever came back
+        m.setattr(client_mod, "usable_reply", lambda schema, resp: True)  # the old client: store whatever came back
         old = make(server, tmp_path, "openai_http")
         run(old, old.complete_json("judge", msgs("Q3"), Verdict, prompt_id="p"))
     assert server.request_count == 2

@@ -42,14 +42,16 @@ import os
 import sqlite3
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..config import RecordMode
 from ..errors import CacheUnusable, RagdiveCacheWarning, one_line
 from .claims import EXPIRE_S, PREFIX, Marker, Watch, is_stale, new_marker, parse
+from .disk import is_busy, open_db
 from .keys import KEY_VERSION, cache_key, canonical_json
 from .stats import CacheStats
 
@@ -69,10 +71,10 @@ __all__ = [
 ]
 
 
+R = TypeVar("R")
+
 #: SQLite busy timeout: how long a writer waits for another process's lock
 DB_TIMEOUT_S = 30.0
-#: values up to this size stay inside cache.db (one file, easy to commit)
-MIN_FILE_SIZE = 2**22
 
 class CachedResponse(BaseModel):
     """What the cache keeps of one chat completion."""
@@ -86,29 +88,13 @@ class CachedResponse(BaseModel):
     finish_reason: str | None = None
     cost_usd: float | None = None
     created: float = 0.0
+    # (schema, parse result) of a structured reply, parsed once when it was checked for storing
+    # and taken by the call that asked for it; never stored
+    _parsed: Any = PrivateAttr(default=None)
 
 
 # --------------------------------------------------------------------------
 # the cache
-
-
-def _safe_disk_class() -> Any:
-    import diskcache
-
-    class SafeDisk(diskcache.Disk):
-        """A Disk that never unpickles: keys and values are plain text."""
-
-        def get(self, key: Any, raw: bool) -> Any:
-            if not raw:
-                raise ValueError("pickled cache key refused")
-            return super().get(key, raw)
-
-        def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
-            if mode == diskcache.core.MODE_PICKLE:
-                raise ValueError("pickled cache value refused")
-            return super().fetch(mode, filename, value, read)
-
-    return SafeDisk
 
 
 class LLMCache:
@@ -131,8 +117,11 @@ class LLMCache:
         self.timeout = timeout
         self.stats = CacheStats()
         self._db: Any = None
+        self._fast: Any = None  # the same database on connections that never wait for a lock (see nowait)
+        self._tls = threading.local()  # .fast: the connection of this thread's nowait call
         self._lock = threading.RLock()  # writes may run in worker threads
         self._claims: dict[str, Marker] = {}  # the claims this process holds
+        self._written: dict[str, str] = {}  # the marker text this process last wrote for each claim
         self.unusable: str | None = None  # why the whole cache cannot be used (said once)
 
     def _count(self, name: str, n: int = 1) -> None:
@@ -166,6 +155,9 @@ class LLMCache:
     # -- storage -----------------------------------------------------------
     @property
     def db(self) -> Any:
+        fast = getattr(self._tls, "fast", None)
+        if fast is not None:
+            return fast
         if self._db is not None:
             return self._db
         with self._lock:
@@ -173,22 +165,47 @@ class LLMCache:
                 return self._db
             if self.unusable is not None:
                 raise CacheUnusable(self.unusable)
-            import diskcache
-
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                self._db = diskcache.Cache(
-                    str(self.directory),
-                    timeout=self.timeout,
-                    disk=_safe_disk_class(),
-                    eviction_policy="none",  # never drop recorded answers; reads never write
-                    disk_min_file_size=MIN_FILE_SIZE,
-                    size_limit=2**40,
-                )
+                self._db = open_db(self.directory, self.timeout)
             except Exception as e:  # a corrupt cache.db, an unwritable directory
                 self._mark_unusable(e)
                 raise CacheUnusable(self.unusable or str(e)) from None
         return self._db
+
+    def nowait(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> tuple[bool, R | None]:
+        """Run the write ``fn`` (a method of this cache) on a connection whose SQLite
+        busy timeout is 0: ``(True, its result)``, or ``(False, None)`` when another
+        writer (another process, or a worker thread of this one) holds the lock; the
+        caller then runs it again in a worker thread, where waiting blocks nobody.
+        This lets the event loop write without a thread hop when nobody else is
+        writing, and never wait for a lock."""
+        fast = self._fast_db()
+        if fast is None:
+            return False, None
+        self._tls.fast = fast
+        try:
+            return True, fn(*args, **kwargs)
+        except Exception as e:
+            if is_busy(e):
+                return False, None
+            raise
+        finally:
+            self._tls.fast = None
+
+    def _fast_db(self) -> Any:
+        if self._fast is None and self.unusable is None:
+            try:
+                self.db  # noqa: B018 - opened (and checked) as usual first
+                self._fast = open_db(self.directory, 0)
+            except Exception:  # noqa: BLE001 - the worker-thread path still works
+                self._fast = False
+        return None if self._fast is False else self._fast  # never its truth value: len() counts rows
+
+    def _raise_busy(self, e: BaseException) -> None:
+        """Inside :meth:`nowait`, a busy lock is handed to it (not counted as an error)."""
+        if getattr(self._tls, "fast", None) is not None and is_busy(e):
+            raise e
 
     # -- an unusable cache (corrupt cache.db): said once, then no cache at all
     def _mark_unusable(self, e: BaseException) -> None:
@@ -230,6 +247,12 @@ class LLMCache:
         return False
 
     def close(self) -> None:
+        fast, self._fast = self._fast, None
+        if fast is not None and fast is not False:
+            try:
+                fast.close()
+            except Exception:  # noqa: BLE001 - its twin below is what matters
+                pass
         if self._db is not None:
             try:
                 self._db.close()
@@ -310,9 +333,11 @@ class LLMCache:
                     db.set(key, data)
                     db.delete(PREFIX + key)
                 self._claims.pop(key, None)
+                self._written.pop(key, None)
             else:
                 db.set(key, data)
         except Exception as e:
+            self._raise_busy(e)
             if self._broken(e):
                 return False
             self._count("errors")
@@ -330,7 +355,8 @@ class LLMCache:
             return
         try:
             self.db.delete(key)
-        except Exception:
+        except Exception as e:
+            self._raise_busy(e)
             self._count("errors")
 
     def __contains__(self, key: str) -> bool:
@@ -358,20 +384,21 @@ class LLMCache:
             return True
         name = PREFIX + key
         marker = new_marker()
+        text = marker.dump()
         expire = ttl_s if ttl_s is not None else EXPIRE_S
         try:
             db = self.db
-            if db.add(name, marker.dump(), expire=expire):
-                self._claims[key] = marker
-                return True
-            with db.transact():
-                holder = db.get(name)
-                if holder is not None and not is_stale(holder, watch):
-                    return False
-                db.set(name, marker.dump(), expire=expire)
+            if not db.add(name, text, expire=expire):
+                with db.transact():
+                    holder = db.get(name)
+                    if holder is not None and not is_stale(holder, watch):
+                        return False
+                    db.set(name, text, expire=expire)
             self._claims[key] = marker
+            self._written[key] = text
             return True
         except Exception as e:
+            self._raise_busy(e)
             if not self._broken(e):
                 self._count("errors")
             return True  # cannot coordinate: fetch it ourselves
@@ -385,25 +412,45 @@ class LLMCache:
         try:
             db = self.db
             with db.transact():
-                held = parse(db.get(name))
-                if not isinstance(held, Marker) or held.token != marker.token:
-                    self._claims.pop(key, None)
-                    return False
+                raw = db.get(name)
+                if raw != self._written.get(key):  # not the text we wrote last: is it still ours?
+                    held = parse(raw)
+                    if not isinstance(held, Marker) or held.token != marker.token:
+                        self._claims.pop(key, None)
+                        self._written.pop(key, None)
+                        return False
                 marker = marker.beat()
-                db.set(name, marker.dump(), expire=EXPIRE_S)
+                text = marker.dump()
+                db.set(name, text, expire=EXPIRE_S)
             self._claims[key] = marker
+            self._written[key] = text
             return True
-        except Exception:
+        except Exception as e:
+            self._raise_busy(e)
             self._count("errors")
             return False
+
+    def heartbeat_many(self, keys: list[str]) -> list[bool]:
+        """:meth:`heartbeat` for each of ``keys``, in one transaction."""
+        if self.unusable is not None:
+            return [False] * len(keys)
+        try:
+            with self.db.transact():
+                return [self.heartbeat(k) for k in keys]
+        except Exception as e:
+            self._raise_busy(e)
+            self._count("errors")
+            return [False] * len(keys)
 
     def release(self, key: str) -> None:
         if not self.writes or self.unusable is not None:
             return
         self._claims.pop(key, None)
+        self._written.pop(key, None)
         try:
             self.db.delete(PREFIX + key)
-        except Exception:
+        except Exception as e:
+            self._raise_busy(e)
             self._count("errors")
 
     def claimed(self, key: str) -> bool:

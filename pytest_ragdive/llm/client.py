@@ -43,12 +43,12 @@ from ..errors import (
     LLMConfigError,
 )
 from .cache import CachedResponse, LLMCache, cache_key
-from .coalesce import Heartbeat, SingleFlight, claim_or_wait
+from .coalesce import Heartbeats, SingleFlight, claim_or_wait
 from .redact import Secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
 from .stats import ROLES, LLMStats
-from .structured import parse_json_output, repair_messages
+from .structured import parse_reply, repair_messages, usable_reply
 from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ __all__ = ["LLMClient", "LLMResult"]
 
 #: how long :meth:`LLMClient.aclose` waits for the HTTP session to close
 CLOSE_TIMEOUT_S = 5.0
+#: judge calls under way at once, in multiples of ``llm.max_in_flight`` (see ``_judge_gate``)
+JUDGE_AHEAD = 2
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
@@ -118,6 +120,12 @@ class LLMClient:
         self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
+        self._heartbeats: Heartbeats | None = None  # of the running loop
+        # judge calls being looked up, claimed, waiting for a request slot or in flight: at most
+        # JUDGE_AHEAD x max_in_flight. A finished conversation's judge fan-out is then prepared
+        # as slots come free, not all at once (a burst that held up the other conversations'
+        # turns on the event loop, and kept hundreds of claims alive for seconds)
+        self._judge_gate: asyncio.Semaphore | None = None
 
     @classmethod
     def from_config(cls, cfg: RagdiveConfig, **kwargs: Any) -> LLMClient:
@@ -174,6 +182,10 @@ class LLMClient:
             self._loop = loop
             self._sender.bind_loop()
             self._flight.reset()
+            if self._heartbeats is not None:
+                self._heartbeats.stop()
+            self._heartbeats = Heartbeats(self.cache, self._io) if self.cache is not None else None
+            self._judge_gate = asyncio.Semaphore(JUDGE_AHEAD * self.max_in_flight)
             # an async generator parked at its yield: asyncio.run() (loop.shutdown_asyncgens)
             # finalizes it before closing the loop, which closes our HTTP session in its own
             # loop even when nobody calls aclose()
@@ -203,6 +215,8 @@ class LLMClient:
             self.close()
 
     async def _close_session(self) -> None:
+        if self._heartbeats is not None:
+            self._heartbeats.stop()
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT_S):
                 await self._sender.aclose()
@@ -247,7 +261,7 @@ class LLMClient:
         self._stats.bump(role, model, calls=1)
         r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
-        value, err = parse_json_output(r1.content, schema)
+        value, err = parse_reply(r1, schema)
         if value is not None:
             cost = None if c1 else r1.cost_usd
             return LLMResult(value, r1.content, None, c1, r1.model or model, role, prompt_id, False, *tokens, cost)
@@ -255,7 +269,7 @@ class LLMClient:
         assert err is not None
         self._stats.bump(role, model, calls=1, repairs=1)
         r2, c2, k2 = await self._complete(repair_messages(msgs, r1.content, err, js), call, repair=True)
-        value, err2 = parse_json_output(r2.content, schema)
+        value, err2 = parse_reply(r2, schema)
         costs = [r.cost_usd for r, c in ((r1, c1), (r2, c2)) if not c and r.cost_usd is not None]
         pt = tokens[0] + (r2.prompt_tokens if not c2 else 0)
         ct = tokens[1] + (r2.completion_tokens if not c2 else 0)
@@ -325,6 +339,15 @@ class LLMClient:
         """(response, from_cache, key) for one logical call: cache, single flight,
         fetch, store (a structured reply only when it parses)."""
         await self._bind_loop()
+        gate = self._judge_gate if call.role == "judge" else None
+        if gate is None:
+            return await self._complete_now(messages, call, repair)
+        async with gate:
+            return await self._complete_now(messages, call, repair)
+
+    async def _complete_now(
+        self, messages: list[dict[str, Any]], call: Call, repair: bool
+    ) -> tuple[CachedResponse, bool, str]:
         key = cache_key(
             model=call.model,
             messages=messages,
@@ -362,14 +385,14 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             raise CacheMissError(call.role, call.model, call.prompt_id, key)
         coordinate = cache is not None and cache.record_mode.coordinates
-        heartbeat: Heartbeat | None = None
+        heartbeats = self._heartbeats if coordinate else None
         if coordinate:
-            assert cache is not None
+            assert cache is not None and heartbeats is not None
             hit, waited = await claim_or_wait(cache, key, self._io)
             if hit is not None:
                 self._hit(call, waited=waited)
                 return hit, True
-            heartbeat = Heartbeat(cache, key, self._io).start()
+            heartbeats.hold(key)
         released = False
         try:
             if cache is not None:
@@ -377,14 +400,14 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             self._check_budget()
             resp = await self._sender.fetch(messages, call)
-            if cache is not None and _usable(call, resp):
+            if cache is not None and usable_reply(call.schema, resp):
                 # stored at once (an interrupted run repeats no finished call), and our claim dropped;
                 # a structured reply that does not parse is never stored (a rerun asks again)
                 released = await self._io(cache.set, key, resp, release=coordinate)
             return resp, False
         finally:
-            if heartbeat is not None:
-                heartbeat.stop()
+            if heartbeats is not None:
+                heartbeats.drop(key)
             if coordinate and not released:
                 assert cache is not None
                 cache.release(key)
@@ -406,9 +429,16 @@ class LLMClient:
                 cache.stats.rejected += 1
 
     async def _io(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
-        """A cache write: in a worker thread when ``io_threads`` (a busy SQLite
-        lock held by another process then never stalls the event loop)."""
+        """A cache write. With ``io_threads``, a SQLite lock held by another writer
+        never stalls the event loop: the write is tried here on a connection that
+        does not wait for the lock (:meth:`LLMCache.nowait`), and only when the lock
+        is busy is it run in a worker thread (a thread hop per write cost more CPU
+        than the write itself)."""
         if self.io_threads:
+            if self.cache is not None:
+                done, out = self.cache.nowait(fn, *args, **kwargs)
+                if done:
+                    return out  # type: ignore[return-value]
             return await asyncio.to_thread(fn, *args, **kwargs)
         return fn(*args, **kwargs)
 
@@ -419,11 +449,6 @@ class LLMClient:
         spent = self._stats.spent_usd()
         if spent >= max_cost:
             raise BudgetExceeded(spent, max_cost, self._stats.spend_breakdown())
-
-def _usable(call: Call, resp: CachedResponse) -> bool:
-    """Whether a reply may be stored: any text reply; a structured one that parses."""
-    return call.schema is None or parse_json_output(resp.content, call.schema)[0] is not None
-
 
 def _check_role(role: str) -> None:
     if role not in ROLES:

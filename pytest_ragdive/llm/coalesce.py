@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from .cache import CachedResponse, LLMCache
 from .claims import HEARTBEAT_S, Watch
 
-__all__ = ["CLAIM_POLL_S", "Heartbeat", "SingleFlight", "claim_or_wait"]
+__all__ = ["CLAIM_POLL_S", "Heartbeats", "SingleFlight", "claim_or_wait"]
 
 CLAIM_POLL_S = 0.05
 
@@ -70,7 +70,7 @@ class SingleFlight(Generic[R]):
 async def claim_or_wait(cache: LLMCache, key: str, io: IO) -> tuple[CachedResponse | None, bool]:
     """(answer, waited): another process's stored answer, or (None, ...) once
     this process holds the claim on ``key`` (it must then fetch, store and
-    release; :class:`Heartbeat` keeps the claim alive meanwhile). A stale
+    release; :class:`Heartbeats` keeps the claim alive meanwhile). A stale
     claim is taken over (:mod:`.claims`). ``io`` runs the cache's blocking
     writes (in a worker thread)."""
     waited = False
@@ -90,27 +90,54 @@ async def claim_or_wait(cache: LLMCache, key: str, io: IO) -> tuple[CachedRespon
     return None, waited
 
 
-class Heartbeat:
-    """Renews this process's claim on ``key`` every :data:`.claims.HEARTBEAT_S`
-    seconds until stopped (or until the claim is no longer ours)."""
+class Heartbeats:
+    """Renews the claims this process holds on one event loop (each at most
+    :data:`.claims.HEARTBEAT_S` seconds after its claim or its last renewal) from
+    one task, in one cache transaction per round; claims due within the next
+    quarter of the interval are renewed in the same round. One task per claim cost
+    a task, a timer and a cancellation per call, and a claim waits for a request
+    slot (maybe seconds) while it is held."""
 
-    def __init__(self, cache: LLMCache, key: str, io: IO) -> None:
+    def __init__(self, cache: LLMCache, io: IO) -> None:
         self._cache = cache
-        self._key = key
         self._io = io
+        self._held: dict[str, float] = {}  # key -> loop time of its claim or last renewal
         self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> Heartbeat:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"ragdive-claim-{self._key[:8]}")
-        return self
+    def hold(self, key: str) -> None:
+        """Keep this process's claim on ``key`` alive until :meth:`drop`."""
+        loop = asyncio.get_running_loop()
+        self._held[key] = loop.time()
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._run(), name="ragdive-claim-heartbeats")
+
+    def drop(self, key: str) -> None:
+        self._held.pop(key, None)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._held
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(HEARTBEAT_S)
-            if not await self._io(self._cache.heartbeat, self._key):
-                return
+        loop = asyncio.get_running_loop()
+        while self._held:
+            await asyncio.sleep(max(0.0, min(self._held.values()) + HEARTBEAT_S - loop.time()))
+            now = loop.time()
+            due = [k for k, t in self._held.items() if now - t >= 0.75 * HEARTBEAT_S]
+            if not due:
+                continue
+            alive = await self._io(self._cache.heartbeat_many, due)
+            now = loop.time()
+            for key, ok in zip(due, alive, strict=True):
+                if key not in self._held:
+                    continue  # dropped meanwhile
+                if ok:
+                    self._held[key] = now
+                else:
+                    del self._held[key]  # no longer ours
 
     def stop(self) -> None:
+        """Stop renewing (the loop is going away)."""
+        self._held.clear()
         if self._task is not None:
             self._task.cancel()
             self._task = None

@@ -1,5 +1,5 @@
 """One request to the model: the structured mode and its fallback, the
-concurrency slot, the circuit breaker of its endpoint, retries (:mod:`.retry`)
+concurrency slot (turn-loop calls first, :mod:`.slots`), the circuit breaker of its endpoint, retries (:mod:`.retry`)
 and the accounting of requests, tokens and cost; a failure ends as one
 redacted :class:`~pytest_ragdive.errors.LLMCallError` (or
 :class:`~pytest_ragdive.errors.EndpointUnavailable` once the breaker is open).
@@ -7,7 +7,6 @@ redacted :class:`~pytest_ragdive.errors.LLMCallError` (or
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from .breaker import CircuitBreaker
 from .cache import CachedResponse
 from .redact import Secrets
 from .retry import Exhausted, RetryPolicy, Tries
+from .slots import PrioritySlots, priority_of
 from .stats import LLMStats
 from .structured import ModeChooser, build_request
 from .transport import Transport, make_transport, transport_for
@@ -53,9 +53,10 @@ class Sender:
         self.secrets = secrets
         self._stats = stats
         self._transports: dict[str, Transport] = {}  # by kind (transport = "auto" may use both)
-        self._sem: asyncio.Semaphore | None = None
+        self._sem: PrioritySlots | None = None
         self._modes = ModeChooser()
-        self._breakers: dict[str, CircuitBreaker] = {}
+        self._breakers: dict[str, CircuitBreaker] = {}  # by redacted endpoint
+        self._breaker_of: dict[tuple[str, str], CircuitBreaker] = {}  # by (transport, model): no redaction per call
         self._batch: Any = None  # the BatchSender, with judge_mode = "batch"
 
     @property
@@ -79,7 +80,7 @@ class Sender:
 
     def bind_loop(self) -> None:
         """New loop-bound state (slots, HTTP session) for the running loop."""
-        self._sem = asyncio.Semaphore(self.max_in_flight)
+        self._sem = PrioritySlots(self.max_in_flight)
         self._batch = None  # its timer and futures belonged to the old loop
         for tr in self._transports.values():
             tr.reset_loop()
@@ -102,7 +103,11 @@ class Sender:
         return self._batch
 
     def _breaker(self, transport: Transport, model: str) -> CircuitBreaker:
-        """The circuit breaker of the endpoint ``model`` is reached at (one per endpoint)."""
+        """The circuit breaker of the endpoint ``model`` is reached at (one per endpoint;
+        looked up once per transport and model: redacting the endpoint reads the environment)."""
+        found = self._breaker_of.get((transport.name, model))
+        if found is not None:
+            return found
         endpoint = self.secrets.redact_url(transport.endpoint(model))
         breaker = self._breakers.get(endpoint)
         if breaker is None:
@@ -114,6 +119,7 @@ class Sender:
                 redact=self.secrets.redact,
             )
             self._breakers[endpoint] = breaker
+        self._breaker_of[(transport.name, model)] = breaker
         return breaker
 
     async def fetch(self, messages: list[dict[str, Any]], call: Call) -> CachedResponse:
@@ -121,8 +127,11 @@ class Sender:
         role, model = call.role, call.model
         transport = self.transport(model)
         api_key = self.secrets.api_key(transport.name)
-        # the request gets its own copy of the (shared, per-schema) JSON schema: a transport may edit it
-        req_schema = copy.deepcopy(call.json_schema) if call.json_schema is not None else None
+        # the request gets its own copy of the (shared, per-schema) JSON schema where a transport
+        # may edit it (litellm; the lean path only serialises it)
+        req_schema = call.json_schema
+        if req_schema is not None and transport.name != "openai_http":
+            req_schema = copy.deepcopy(req_schema)
         mode = None
         if call.json_schema is not None and call.configured:
             mode = self._modes.mode(model, call.configured, transport)
@@ -148,11 +157,12 @@ class Sender:
                 return out
         sem = self._sem
         assert sem is not None
+        priority = priority_of(role)  # turn-loop calls before judge calls (.slots)
 
         breaker = self._breaker(transport, model)
 
         async def attempt() -> CachedResponse:
-            async with sem:
+            async with sem.slot(priority):
                 breaker.before_attempt()
                 self._stats.bump(role, model, requests=1)
                 async with self.retry.deadline():

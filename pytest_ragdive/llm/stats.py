@@ -113,9 +113,14 @@ class LLMStats(BaseModel):
             self.notes.append(line)
 
     def bump(self, role: str, model: str, **deltas: Any) -> None:
-        rs = self.roles.setdefault(role, RoleStats())
+        rs = self.roles.get(role)
+        if rs is None:  # not setdefault: that builds a model on every call
+            rs = self.roles[role] = RoleStats()
         rs.bump(**deltas)
-        rs.models.setdefault(model, UsageStats()).bump(**deltas)
+        ms = rs.models.get(model)
+        if ms is None:
+            ms = rs.models[model] = UsageStats()
+        ms.bump(**deltas)
 
     def merge(self, other: LLMStats | dict[str, Any]) -> LLMStats:
         """Add another process's stats (an LLMStats or its ``model_dump()``) into this one."""

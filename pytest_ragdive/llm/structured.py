@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import one_line
+from .cache import CachedResponse
 from .keys import canonical_json
 from .transport import Request, Transport
 
@@ -35,8 +36,10 @@ __all__ = [
     "ModeChooser",
     "build_request",
     "parse_json_output",
+    "parse_reply",
     "repair_messages",
     "strip_fences",
+    "usable_reply",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -89,6 +92,25 @@ def parse_json_output(text: str, schema: type[T]) -> tuple[T | None, str | None]
         return None, "schema mismatch: " + one_line(
             e, limit=5, label=lambda loc: ".".join(map(str, loc)) or "(root)", inputs=False
         )
+
+
+def usable_reply(schema: type[BaseModel] | None, resp: CachedResponse) -> bool:
+    """Whether a reply may be stored: any text reply; a structured one that parses
+    (the parse is kept on the reply for :func:`parse_reply`)."""
+    if schema is None:
+        return True
+    parsed = parse_json_output(resp.content, schema)
+    resp._parsed = (schema, parsed)
+    return parsed[0] is not None
+
+
+def parse_reply(resp: CachedResponse, schema: type[T]) -> tuple[T | None, str | None]:
+    """``parse_json_output`` of a reply, once: the parse :func:`usable_reply` made is
+    taken (by the first caller only: callers sharing a reply get their own instances)."""
+    memo, resp._parsed = resp._parsed, None
+    if memo is not None and memo[0] is schema:
+        return memo[1]
+    return parse_json_output(resp.content, schema)
 
 
 def _with_instructions(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

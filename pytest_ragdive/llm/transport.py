@@ -280,6 +280,41 @@ def api_model_name(model: str) -> str:
     return model
 
 
+@dataclass
+class _EnvRoute:
+    """What aiohttp's ``trust_env`` reads from the environment for every request (the
+    proxy of ``HTTP(S)_PROXY`` / ``NO_PROXY``, and ``~/.netrc``), read once per
+    transport: per request it costs two worker-thread hops and a read of the whole
+    environment. Where aiohttp's helpers are missing, the session trusts the
+    environment itself (``trust_env``)."""
+
+    proxy: Any = None
+    proxy_auth: Any = None
+    netrc_auth: Any = None  # basic auth from ~/.netrc for the host, used when no API key is sent
+    trust_env: bool = False
+
+    @classmethod
+    def of(cls, url: str) -> _EnvRoute:
+        try:
+            from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
+            from yarl import URL
+        except ImportError:
+            return cls(trust_env=True)
+        u = URL(url)
+        route = cls()
+        try:
+            route.proxy, route.proxy_auth = get_env_proxy_for_url(u)
+        except LookupError:
+            pass
+        try:
+            netrc = netrc_from_env()
+            if netrc is not None and u.host is not None:
+                route.netrc_auth = basicauth_from_netrc(netrc, u.host)
+        except LookupError:
+            pass
+        return route
+
+
 class OpenAIHTTPTransport:
     name = "openai_http"
 
@@ -294,6 +329,7 @@ class OpenAIHTTPTransport:
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.prices = PriceMap()
+        self._env: _EnvRoute | None = None
 
     def supports_schema(self, model: str) -> bool:
         return True
@@ -322,9 +358,11 @@ class OpenAIHTTPTransport:
                 self.reset_loop()
             import aiohttp
 
+            if self._env is None:
+                self._env = _EnvRoute.of(self.url)
             connector = aiohttp.TCPConnector(limit=max(self.concurrency, 1) * 2, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=None), trust_env=True
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None), trust_env=self._env.trust_env
             )
             self._loop = loop
         return self._session
@@ -338,8 +376,15 @@ class OpenAIHTTPTransport:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         session = self._get_session()
+        env = self._env
+        assert env is not None
+        extra: dict[str, Any] = {}
+        if env.proxy is not None:
+            extra["proxy"], extra["proxy_auth"] = env.proxy, env.proxy_auth
+        if env.netrc_auth is not None and not api_key:
+            extra["auth"] = env.netrc_auth
         try:
-            async with session.post(self.url, data=json.dumps(body), headers=headers) as r:
+            async with session.post(self.url, data=json.dumps(body), headers=headers, **extra) as r:
                 status = r.status
                 raw = await r.read()
                 retry_after = _retry_after(r.headers) if status == 429 else None
