@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from .metrics.registry import METRICS
 from .records import Conversation, MetricValue, SuiteResult
@@ -29,46 +30,57 @@ def _metric_names(convs: list[Conversation]) -> list[str]:
     return sorted(names)
 
 
-def _value(metric: str, convs: list[Conversation]) -> float | None:
-    """Turn-level metrics: mean over all turns; conversation-level: over conversations."""
+def _values(metric: str, conv: Conversation) -> list[float | None]:
+    """A conversation's raw values of a metric, in turn order (conversation-level: its one value)."""
     if METRICS[metric].level == "conversation":
-        return _mean(c.scores.get(metric) for c in convs)
-    return _mean(t.scores.get(metric) for c in convs for t in c.turns)
+        return [conv.scores.get(metric)]
+    return [t.scores.get(metric) for t in conv.turns]
 
 
-def _bootstrap(metric: str, convs: list[Conversation], n_boot: int, seed: int) -> tuple[float | None, float | None]:
-    """Percentile CI from resampling whole conversations: the turns of one
-    conversation, and its repeats over runs, are one cluster (they are not
+def _cluster_sums(raw: list[list[float | None]], cluster: list[int], k: int) -> tuple[list[float], list[int]]:
+    """Per cluster (conversation id, all its runs), the sum and count of its present
+    values, summed in conversation then turn order."""
+    vals: list[list[float]] = [[] for _ in range(k)]
+    for i, values in zip(cluster, raw, strict=True):
+        vals[i].extend(v for v in values if v is not None)
+    return [sum(v) for v in vals], [len(v) for v in vals]
+
+
+def _bootstrap_all(
+    sums: dict[str, tuple[list[float], list[int]]], k: int, n_boot: int, seed: int, chunk: int = 100
+) -> dict[str, tuple[float | None, float | None]]:
+    """Percentile CIs of every metric from resampling whole conversations: the turns
+    of one conversation, and its repeats over runs, are one cluster (they are not
     independent). Clusters are ordered by id, and the seed is fixed, so the same
-    results give the same interval whatever order they arrived in (xdist)."""
-    clusters: dict[str, list[Conversation]] = defaultdict(list)
-    for c in convs:
-        clusters[c.id].append(c)
-    if len(clusters) < 2:
-        return None, None
+    results give the same interval whatever order they arrived in (xdist).
+
+    Every metric is resampled with the same draws (one ``default_rng(seed)``
+    stream of ``n_boot`` x ``k`` cluster indices, as if each metric drew its own
+    from the same seed), drawn ``chunk`` resamples at a time so that the index
+    matrix is never held whole."""
+    out: dict[str, tuple[float | None, float | None]] = dict.fromkeys(sums, (None, None))
+    if k < 2:
+        return out
     import numpy as np
 
-    level = METRICS[metric].level
-    keys = sorted(clusters)
-    sums = np.zeros(len(keys))
-    counts = np.zeros(len(keys))
-    for i, key in enumerate(keys):
-        raw = [
-            v
-            for c in clusters[key]
-            for v in ([c.scores.get(metric)] if level == "conversation" else [t.scores.get(metric) for t in c.turns])
-        ]
-        vals = [v for v in raw if v is not None]
-        sums[i], counts[i] = sum(vals), len(vals)
-    if counts.sum() == 0:
-        return None, None
+    todo = {m: (np.asarray(s, dtype=float), np.asarray(n, dtype=float)) for m, (s, n) in sums.items() if sum(n) > 0}
+    if not todo:
+        return out
+    stats: dict[str, list[Any]] = {m: [] for m in todo}
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(keys), size=(n_boot, len(keys)))
-    s, n = sums[idx].sum(axis=1), counts[idx].sum(axis=1)
-    ok = n > 0
-    stats = s[ok] / n[ok]
-    lo, hi = np.percentile(stats, [2.5, 97.5])
-    return float(lo), float(hi)
+    done = 0
+    while done < n_boot:
+        size = min(chunk, n_boot - done)
+        idx = rng.integers(0, k, size=(size, k))
+        for m, (s, n) in todo.items():
+            ss, nn = np.take(s, idx).sum(axis=1), np.take(n, idx).sum(axis=1)
+            ok = nn > 0
+            stats[m].append(ss[ok] / nn[ok])
+        done += size
+    for m, parts in stats.items():
+        lo, hi = np.percentile(np.concatenate(parts), [2.5, 97.5])
+        out[m] = (float(lo), float(hi))
+    return out
 
 
 def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: int = 0) -> SuiteResult:
@@ -80,9 +92,6 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
     sharded = [c for c in convs if c.sharded is not None]
     convs = [c for c in convs if c.sharded is None]
     ok = [c for c in convs if c.error is None]
-    by_run: dict[int, list[Conversation]] = defaultdict(list)
-    for c in ok:
-        by_run[c.run].append(c)
     runs = sorted({c.run for c in convs})
     result = SuiteResult(
         suite=suite,
@@ -90,17 +99,19 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
         conversations=len(convs),
         errors=len(convs) - len(ok),
     )
-    for metric in _metric_names(ok):
-        per_run = [_value(metric, by_run[r]) for r in runs]
-        lo, hi = _bootstrap(metric, ok, n_boot, seed)
+    names = _metric_names(ok)
+    keys = sorted({c.id for c in ok})
+    where = {key: i for i, key in enumerate(keys)}
+    cluster = [where[c.id] for c in ok]
+    raw = {m: [_values(m, c) for c in ok] for m in names}
+    cis = _bootstrap_all({m: _cluster_sums(raw[m], cluster, len(keys)) for m in names}, len(keys), n_boot, seed)
+    for metric in names:
+        values = raw[metric]
+        per_run = [_mean(v for c, vs in zip(ok, values, strict=True) if c.run == r for v in vs) for r in runs]
+        lo, hi = cis[metric]
         mv = MetricValue(
             value=_mean(per_run),
-            n=sum(
-                1
-                for c in ok
-                for v in ([c.scores.get(metric)] if METRICS[metric].level == "conversation" else [t.scores.get(metric) for t in c.turns])
-                if v is not None
-            ),
+            n=sum(1 for vs in values for v in vs if v is not None),
             ci_low=lo,
             ci_high=hi,
             per_run=per_run,
@@ -108,10 +119,10 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
         if METRICS[metric].level == "turn":
             by_idx: dict[int, list[float | None]] = defaultdict(list)
             by_type: dict[str, list[float | None]] = defaultdict(list)
-            for c in ok:
-                for t in c.turns:
-                    by_idx[t.index].append(t.scores.get(metric))
-                    by_type[t.question_type].append(t.scores.get(metric))
+            for c, vs in zip(ok, values, strict=True):
+                for t, v in zip(c.turns, vs, strict=True):
+                    by_idx[t.index].append(v)
+                    by_type[t.question_type].append(v)
             mv.per_turn_index = {str(k): _mean(v) for k, v in sorted(by_idx.items())}
             mv.per_question_type = {k: _mean(v) for k, v in sorted(by_type.items())}
         result.metrics[metric] = mv

@@ -18,6 +18,8 @@ contexts, scores and judge reasons.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -71,6 +73,12 @@ def _table(head: list[str], rows: list[list[str]], row_classes: list[str] | None
         out.append(f'<tr class="{e(cls)}">' + "".join(r) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+@lru_cache(maxsize=8192)
+def _esc(text: str) -> str:
+    """``e(text)`` of a text that repeats across conversations (metric names, retrieved contexts)."""
+    return e(text)
 
 
 def _td(text: object, num: bool = False) -> str:
@@ -335,8 +343,8 @@ def _field(label: str, text: str | None) -> str:
 def _scores(scores: dict[str, float | None], verdicts: dict[str, Any]) -> str:
     """Scores as compact chips (bad side marked), then each judge reason."""
     chips = "".join(
-        f'<span class="chip{" chip-bad" if v is not None and _bad_side(n, v) else ""}" data-metric="{e(n)}">'
-        f"{e(n)} <b>{_f(v, '.3f')}</b></span>"
+        f'<span class="chip{" chip-bad" if v is not None and _bad_side(n, v) else ""}" data-metric="{(en := _esc(n))}">'
+        f"{en} <b>{_f(v, '.3f')}</b></span>"
         for n, v in scores.items()
     )
     reasons = "".join(
@@ -351,8 +359,8 @@ def _contexts(turn: Turn) -> str:
     if not turn.contexts:
         return '<div class="field"><b>retrieved contexts</b><span class="text">none</span></div>'
     items = "".join(
-        f"<li><b>{rank}. {e(c.id)}</b> (doc {e(c.source_id)}{'' if c.score is None else f', score {c.score:.3f}'})"
-        f"<br>{e(c.text)}</li>"
+        f"<li><b>{rank}. {_esc(c.id)}</b> (doc {_esc(c.source_id)}{'' if c.score is None else f', score {c.score:.3f}'})"
+        f"<br>{_esc(c.text)}</li>"
         for rank, c in enumerate(turn.contexts, 1)
     )
     rel = f", relevant: {', '.join(turn.relevant_doc_ids)}" if turn.relevant_doc_ids else ""
@@ -400,7 +408,8 @@ def _conversation(conv: Conversation, verdict: ConvVerdict, goodness: float, met
             f'id="conv-{e(_cls(conv.key))}"><summary>{head}</summary><div class="conv-body">{"".join(body)}</div></details>')
 
 
-def _conversations(outcome: RunOutcome) -> str:
+def _conversations(outcome: RunOutcome) -> Iterator[str]:
+    """The conversations section, one conversation at a time (a large run's page is never one string)."""
     rows = ranked(outcome)
     metrics = sorted({r.metric for r in outcome.gate or []}) or ["correctness", "answer_f1", "forgetfulness"]
     counts = {v: sum(1 for _, cv, _ in rows if cv == v) for v in VERDICTS}
@@ -416,33 +425,41 @@ def _conversations(outcome: RunOutcome) -> str:
         f'<span><span id="conv-shown">{len(rows)}</span> shown</span></div>'
     )
     legend = "; ".join(f"{v}: {VERDICT_HELP[v]}" for v in VERDICTS)
-    items = "".join(_conversation(c, v, g, metrics) for c, v, g in rows)
-    return (f'<h2 id="conversations">Conversations</h2><p class="meta">Worst first. {e(legend)}.</p>{toolbar}'
-            f'<div id="conversation-list">{items}</div>')
+    yield (f'<h2 id="conversations">Conversations</h2><p class="meta">Worst first. {e(legend)}.</p>{toolbar}'
+           '<div id="conversation-list">')
+    for c, v, g in rows:
+        yield _conversation(c, v, g, metrics)
+    yield "</div>"
 
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
 
-def render_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> str:
-    """The whole page as one string."""
-    sections = [
-        _header(outcome, title), _gate(outcome), _metrics(outcome), _curves(outcome), _by_type(outcome),
-        _by_role(outcome), _validation(outcome), _extra(outcome), _cost(outcome), _conversations(outcome),
-    ]
-    return (
+def iter_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> Iterator[str]:
+    """The page in pieces, in order (``"".join`` of them is :func:`render_html`)."""
+    yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}: {e(outcome.status.value)}</title><style>{_asset('report.css')}</style></head>"
-        f'<body data-status="{e(outcome.status.value)}">{"".join(sections)}'
-        f"<script>{_asset('report.js')}</script></body></html>\n"
+        f'<body data-status="{e(outcome.status.value)}">'
     )
+    yield from (_header(outcome, title), _gate(outcome), _metrics(outcome), _curves(outcome), _by_type(outcome),
+                _by_role(outcome), _validation(outcome), _extra(outcome), _cost(outcome))
+    yield from _conversations(outcome)
+    yield f"<script>{_asset('report.js')}</script></body></html>\n"
+
+
+def render_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> str:
+    """The whole page as one string."""
+    return "".join(iter_html(outcome, title))
 
 
 def write_html(report_dir: Path, outcome: RunOutcome) -> Path:
     """Write ``report.html`` into ``report_dir``; returns its path."""
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / "report.html"
-    path.write_text(render_html(outcome), encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as fh:  # piece by piece: the page is never held whole
+        for piece in iter_html(outcome):
+            fh.write(piece)
     return path
