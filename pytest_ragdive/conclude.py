@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +20,9 @@ from .config import RagdiveConfig
 from .llm.stats import LLMStats
 from .outcome import GateStatus, RunInfo, RunOutcome
 from .records import Baseline, Conversation, Document, GoldenFile, JudgeCalls, ValidationStats
+
+if TYPE_CHECKING:
+    from .report import Stored
 
 
 class RunFacts(BaseModel):
@@ -178,11 +182,14 @@ def publish(
     outcome: RunOutcome,
     cfg: RagdiveConfig,
     documents: Callable[[str], Mapping[str, Document]] | None = None,
+    stored: Stored | None = None,
 ) -> list[Path]:
     """Write what the outcome asks for: the baseline (update runs) and the
     report files (when a report dir is configured and a conversation ran).
     ``documents(suite)`` gives a generated suite's corpus for the RAG-DIVE
-    export. Returns the report files written."""
+    export; ``stored``: the full JSON and report.html body of conversations the
+    outcome holds without contexts (:class:`~pytest_ragdive.held.HeldConversations`).
+    Returns the report files written."""
     if outcome.baseline is not None and outcome.status is GateStatus.BASELINE_WRITTEN:
         from .baseline import write_baseline
 
@@ -195,7 +202,7 @@ def publish(
     from .report import write_reports
 
     report_dir = cfg.path(cfg.report_dir)
-    written = write_reports(report_dir, outcome)
+    written = write_reports(report_dir, outcome, stored)
     if outcome.validation and documents is not None:
         from .sources.ragdive_format import write_ragdive
 

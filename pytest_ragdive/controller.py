@@ -85,8 +85,7 @@ class _Concluding:
             return
         data = getattr(report, "ragdive_conversation", None)
         if data:
-            conv = Conversation.model_validate_json(data)
-            self.sess.collected[conv.key] = conv
+            self.sess.collect(Conversation.model_validate_json(data))
             del report.ragdive_conversation  # the report stays in pytest's stats; its text need not
         key = getattr(report, "ragdive_key", None)
         if key is None:
@@ -163,8 +162,10 @@ class Central(_Collecting, _Concluding):
         rep = yield
         conv = getattr(item, "ragdive_result", None)
         if call.when == "call" and conv is not None:
-            self.sess.collected[conv.key] = conv
+            self.sess.collect(conv)
             _attach_scores(rep, conv)
+            item.ragdive_result = None  # type: ignore[attr-defined]  # held by the session from here
+            self.sess.release(item, conv.key)
         return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
@@ -203,6 +204,8 @@ class DistWorker(_Collecting):
         if call.when == "call" and conv is not None:
             rep.ragdive_conversation = conv.model_dump_json()
             _attach_scores(rep, conv)
+            item.ragdive_result = None  # type: ignore[attr-defined]  # it travels on the report
+            self.sess.release(item, conv.key)
         return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:

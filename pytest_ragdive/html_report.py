@@ -18,7 +18,7 @@ contexts, scores and judge reasons.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -32,6 +32,8 @@ from .outcome import RunOutcome
 from .records import Conversation, Turn
 from .svg_chart import PALETTE, e, line_chart
 
+# a conversation key -> its body rendered earlier (None: render it from the record)
+Bodies = Callable[[str], "str | None"]
 ConvVerdict = Literal["error", "failed", "below_band", "passed"]
 VERDICTS: tuple[ConvVerdict, ...] = ("error", "failed", "below_band", "passed")
 VERDICT_HELP = {
@@ -388,11 +390,9 @@ def _turn(turn: Turn) -> str:
     return "".join(parts)
 
 
-def _conversation(conv: Conversation, verdict: ConvVerdict, goodness: float, metrics: list[str]) -> str:
-    key = ", ".join(f"{m} {_f(v, '.2f')}" for m in metrics if (v := conversation_value(conv, m)) is not None)
-    head = (f"{_badge(verdict)} <b>{e(conv.suite)}/{e(conv.id)}</b> run {conv.run} · {len(conv.turns)} turn(s)"
-            f"{' · role ' + e(conv.role) if conv.role else ''} · {e(conv.source)}"
-            f' <span class="meta small">{e(key)}</span>')
+def conversation_body(conv: Conversation) -> str:
+    """One conversation's body on the page (its fields, scores and turns): what does not
+    depend on the gate, so it can be rendered as soon as the conversation is scored."""
     body = [
         _field("error", conv.error),
         _field("failures", "\n".join(conv.failures)),
@@ -404,12 +404,23 @@ def _conversation(conv: Conversation, verdict: ConvVerdict, goodness: float, met
     if conv.scores or conv.verdicts:
         body.append("<h3>Conversation scores</h3>" + _scores(conv.scores, conv.verdicts))
     body += [_turn(t) for t in conv.turns]
+    return "".join(body)
+
+
+def _conversation(conv: Conversation, verdict: ConvVerdict, goodness: float, metrics: list[str], body: str | None = None) -> str:
+    key = ", ".join(f"{m} {_f(v, '.2f')}" for m in metrics if (v := conversation_value(conv, m)) is not None)
+    head = (f"{_badge(verdict)} <b>{e(conv.suite)}/{e(conv.id)}</b> run {conv.run} · {len(conv.turns)} turn(s)"
+            f"{' · role ' + e(conv.role) if conv.role else ''} · {e(conv.source)}"
+            f' <span class="meta small">{e(key)}</span>')
+    if body is None:
+        body = conversation_body(conv)
     return (f'<details class="conv" data-verdict="{verdict}" data-suite="{e(conv.suite)}" data-goodness="{goodness:.4f}" '
-            f'id="conv-{e(_cls(conv.key))}"><summary>{head}</summary><div class="conv-body">{"".join(body)}</div></details>')
+            f'id="conv-{e(_cls(conv.key))}"><summary>{head}</summary><div class="conv-body">{body}</div></details>')
 
 
-def _conversations(outcome: RunOutcome) -> Iterator[str]:
-    """The conversations section, one conversation at a time (a large run's page is never one string)."""
+def _conversations(outcome: RunOutcome, bodies: Bodies | None = None) -> Iterator[str]:
+    """The conversations section, one conversation at a time (a large run's page is never one string).
+    ``bodies(key)``: a conversation's body rendered earlier (:func:`conversation_body`), or None."""
     rows = ranked(outcome)
     metrics = sorted({r.metric for r in outcome.gate or []}) or ["correctness", "answer_f1", "forgetfulness"]
     counts = {v: sum(1 for _, cv, _ in rows if cv == v) for v in VERDICTS}
@@ -428,14 +439,14 @@ def _conversations(outcome: RunOutcome) -> Iterator[str]:
     yield (f'<h2 id="conversations">Conversations</h2><p class="meta">Worst first. {e(legend)}.</p>{toolbar}'
            '<div id="conversation-list">')
     for c, v, g in rows:
-        yield _conversation(c, v, g, metrics)
+        yield _conversation(c, v, g, metrics, bodies(c.key) if bodies is not None else None)
     yield "</div>"
 
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
 
-def iter_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> Iterator[str]:
+def iter_html(outcome: RunOutcome, title: str = "ragdive quality gate", bodies: Bodies | None = None) -> Iterator[str]:
     """The page in pieces, in order (``"".join`` of them is :func:`render_html`)."""
     yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -446,7 +457,7 @@ def iter_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> Itera
     )
     yield from (_header(outcome, title), _gate(outcome), _metrics(outcome), _curves(outcome), _by_type(outcome),
                 _by_role(outcome), _validation(outcome), _extra(outcome), _cost(outcome))
-    yield from _conversations(outcome)
+    yield from _conversations(outcome, bodies)
     yield f"<script>{_asset('report.js')}</script></body></html>\n"
 
 
@@ -455,11 +466,12 @@ def render_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> str
     return "".join(iter_html(outcome, title))
 
 
-def write_html(report_dir: Path, outcome: RunOutcome) -> Path:
-    """Write ``report.html`` into ``report_dir``; returns its path."""
+def write_html(report_dir: Path, outcome: RunOutcome, bodies: Bodies | None = None) -> Path:
+    """Write ``report.html`` into ``report_dir``; returns its path. ``bodies``: as for
+    :func:`iter_html` (conversations held without their contexts, rendered when scored)."""
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / "report.html"
     with open(path, "w", encoding="utf-8") as fh:  # piece by piece: the page is never held whole
-        for piece in iter_html(outcome):
+        for piece in iter_html(outcome, bodies=bodies):
             fh.write(piece)
     return path

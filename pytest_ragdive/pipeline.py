@@ -35,6 +35,7 @@ class Pipeline:
         self._llm: Any = None
         self._corpora: dict[str, dict[str, Document]] = {}
         self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
+        self._released = Snapshot()  # finished conversations let go of (release): still counted by progress
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -72,7 +73,9 @@ class Pipeline:
         futs = list(self._futures.values())
         finished = [f for f in futs if f.done()]
         ok = [f.result() for f in finished if not f.cancelled() and f.exception() is None]
-        snap = Snapshot(done=len(finished), started=len(futs), turns=sum(len(c.turns) for c in ok))
+        gone = self._released
+        snap = Snapshot(done=len(finished) + gone.done, started=len(futs) + gone.started,
+                        turns=sum(len(c.turns) for c in ok) + gone.turns)
         stats = self.llm_stats()
         if stats:
             from .llm.stats import LLMStats
@@ -92,6 +95,17 @@ class Pipeline:
             fut = loop.submit(lambda: self.run_plan(plan, target, slot=loop.slot()), bounded=False)
             self._futures[plan.key] = fut
         return fut
+
+    def release(self, key: str) -> None:
+        """Let go of a finished plan's conversation (the caller holds what it needs of it);
+        a plan not finished, or not known, is left alone."""
+        fut = self._futures.get(key)
+        if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
+            return
+        del self._futures[key]
+        self._released.done += 1
+        self._released.started += 1
+        self._released.turns += len(fut.result().turns)
 
     def close(self) -> None:
         if self._loop is not None:

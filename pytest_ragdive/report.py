@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -122,14 +122,25 @@ def results_json(outcome: RunOutcome, conversations: bool = True) -> dict[str, A
     }
 
 
-def write_results_json(path: Path, outcome: RunOutcome) -> None:
+class Stored(Protocol):
+    """What a session stored of conversations it holds without their contexts
+    (:class:`~pytest_ragdive.held.HeldConversations`): None for one it holds whole."""
+
+    def full_json(self, key: str) -> str | None: ...
+
+    def html_body(self, key: str) -> str | None: ...
+
+
+def write_results_json(path: Path, outcome: RunOutcome, stored: Stored | None = None) -> None:
     """results.json, one conversation at a time (pydantic's own JSON writer), so
-    the whole report is never held in memory as objects or as one string."""
+    the whole report is never held in memory as objects or as one string.
+    ``stored``: the full JSON of conversations the outcome holds without contexts."""
     head = json.dumps(results_json(outcome, conversations=False), indent=1)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(head[:-2] + ',\n "conversations": [')
         for i, c in enumerate(outcome.conversations):
-            fh.write(("," if i else "") + "\n" + c.model_dump_json())
+            text = stored.full_json(c.key) if stored is not None else None
+            fh.write(("," if i else "") + "\n" + (text if text is not None else c.model_dump_json()))
         fh.write("\n ]\n}\n")
 
 
@@ -285,13 +296,14 @@ def generated_md(outcome: RunOutcome) -> list[str]:
     return out
 
 
-def write_reports(report_dir: Path, outcome: RunOutcome) -> list[Path]:
-    """results.json, ragdive-junit.xml (when gated) and summary.md (also appended to
-    ``$GITHUB_STEP_SUMMARY``)."""
+def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None = None) -> list[Path]:
+    """results.json, ragdive-junit.xml (when gated), summary.md (also appended to
+    ``$GITHUB_STEP_SUMMARY``) and report.html. ``stored``: what results.json and
+    report.html need of conversations the outcome holds without their contexts."""
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     p = report_dir / "results.json"
-    write_results_json(p, outcome)
+    write_results_json(p, outcome, stored)
     written.append(p)
     if outcome.gate is not None:
         p = report_dir / "ragdive-junit.xml"
@@ -303,7 +315,7 @@ def write_reports(report_dir: Path, outcome: RunOutcome) -> list[Path]:
     written.append(p)
     from .html_report import write_html
 
-    written.append(write_html(report_dir, outcome))
+    written.append(write_html(report_dir, outcome, stored.html_body if stored is not None else None))
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         with open(step, "a", encoding="utf-8") as fh:

@@ -21,6 +21,7 @@ from .applicable import without_contexts
 from .baseline import load_baseline
 from .config import RagdiveConfig, find_config_file, load_config
 from .errors import GoldenError, UsageError
+from .held import HeldConversations
 from .options import cli_values, config_dirs, flag_names
 from .outcome import GateStatus, RunOutcome
 from .paths import check_writable
@@ -57,7 +58,9 @@ class RagdiveSession:
         self._target: AsyncTarget | None = None
         self.scheduler: Scheduler | None = None
         self.progress: Progress | None = None  # set by the role when stdout is a terminal
-        self.collected: dict[str, Conversation] = {}
+        # the scored conversations, held compactly (contexts stored for the reports only)
+        self.collected = HeldConversations(keep_reports=bool(cfg.report_dir))
+        self._shared_results: bool | None = None  # some user test asks for ragdive_conversation
         self.worker_llm_stats: list[dict[str, Any]] = []
         self.outcome: RunOutcome | None = None
         self.written: list[Path] = []
@@ -208,6 +211,18 @@ class RagdiveSession:
         if item is not None:
             item.session.shouldstop = f"ragdive deadline of {self.cfg.deadline_s:g} s reached"
 
+    def collect(self, conv: Conversation) -> None:
+        """Hold a scored conversation for the end of the run (:class:`~pytest_ragdive.held.HeldConversations`)."""
+        self.collected.add(conv)
+
+    def release(self, item: pytest.Item, key: str) -> None:
+        """The item of ``key`` is reported: the pipeline's copy of its conversation can go,
+        unless a test of the user's asks for it too (the ``ragdive_conversation`` fixture)."""
+        if self._shared_results is None:
+            self._shared_results = any("ragdive_conversation" in getattr(i, "fixturenames", ()) for i in item.session.items)
+        if not self._shared_results:
+            self.pipeline.release(key)
+
     def fail_if_broken(self, conv: Conversation) -> None:
         """Fail the item of a conversation that errored, produced no turn or broke a
         safety rule, naming the turn, its question, the answer and the rule. A target's
@@ -267,15 +282,16 @@ class RagdiveSession:
             judge_models=self.judge_models(),
             golden=self._golden() if self.cfg.update_baseline else {},
         )
-        convs = list(self.collected.values())
-        warning = without_contexts(convs)
+        convs = self.collected.values()
+        # (conversations held without their contexts had some: then no metric is switched off)
+        warning = None if self.collected.had_contexts else without_contexts(convs)
         if warning:
             facts.notes.append(warning)
         outcome = conclude(convs, self.cfg, baseline, facts)
         if completed and not self.cfg.update_baseline:
             outcome = self._rerun_inconclusive(outcome, baseline, facts)
         try:
-            self.written = publish(outcome, self.cfg, self._generated_documents)
+            self.written = publish(outcome, self.cfg, self._generated_documents, self.collected)
         except OSError as e:
             # the decision stands and is printed; then one clear error, and the run fails
             what = e.filename or (self.cfg.report_dir or self.cfg.baseline)
@@ -306,7 +322,7 @@ class RagdiveSession:
                 look = facts.reruns + 1
                 plans = rerun_plans(self.cfg, suites, look, self.collected.values(), self.cfg.llm_enabled())
                 for conv in run_plans(self.pipeline, plans, target):
-                    self.collected[conv.key] = conv
+                    self.collect(conv)
                 facts.planned += len(plans)
                 facts.reruns = look
                 facts.notes.append(
@@ -315,8 +331,9 @@ class RagdiveSession:
                 )
             facts.fatal = list(self.fatal)
             facts.llm = self.merged_llm_stats()
-            without_contexts(self.collected.values())  # the reruns too (the note is already there)
-            outcome = conclude(list(self.collected.values()), self.cfg, baseline, facts)
+            if not self.collected.had_contexts:
+                without_contexts(self.collected.values())  # the reruns too (the note is already there)
+            outcome = conclude(self.collected.values(), self.cfg, baseline, facts)
         return outcome
 
     def _rerun_target(self) -> AsyncTarget | None:

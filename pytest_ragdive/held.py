@@ -1,0 +1,92 @@
+"""The scored conversations a session holds until the end of the run, held compactly.
+
+A conversation's retrieved contexts (five or so chunks per turn and per
+stand-alone probe) are most of its size, and nothing that decides the run
+reads them: aggregation, the gate, the baseline and the text reports read
+scores, ids and questions. So a scored conversation whose answered turns have
+contexts is held as
+
+- a *slim* copy: the same record with every turn's ``contexts`` and
+  ``standalone_contexts`` left empty (what :func:`~pytest_ragdive.conclude.conclude`
+  reads: it never reads contexts), and, when reports will be written,
+- its full JSON (``Conversation.model_dump_json``, as results.json holds it)
+  and its rendered report.html body, each zlib-compressed (about a tenth of
+  the objects' size).
+
+Conversations without contexts, errored ones, generated and sharded ones
+(whose end-of-run statistics and exports read contexts) are held as they are.
+The reports write the stored JSON and HTML, so results.json and report.html
+are byte for byte what the full conversations give. Imports no pytest.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+
+from .records import Conversation
+
+
+def _slimmable(conv: Conversation) -> bool:
+    return (
+        conv.error is None
+        and conv.sharded is None
+        and conv.source != "generated"
+        and any(t.contexts for t in conv.turns if t.answer is not None)
+    )
+
+
+def slim(conv: Conversation) -> Conversation:
+    """A copy of ``conv`` whose turns hold no contexts (the rest is shared, not copied)."""
+    turns = [t.model_copy(update={"contexts": [], "standalone_contexts": []}) for t in conv.turns]
+    return conv.model_copy(update={"turns": turns})
+
+
+class HeldConversations:
+    """Scored conversations by key, in the order they were added (a later one with
+    the same key replaces the earlier)."""
+
+    def __init__(self, keep_reports: bool) -> None:
+        self._keep = keep_reports  # store what results.json and report.html need
+        self._convs: dict[str, Conversation] = {}
+        self._json: dict[str, bytes] = {}
+        self._html: dict[str, bytes] = {}
+        self.had_contexts = False  # some held conversation's answered turns had contexts (slimmed ones do)
+
+    def add(self, conv: Conversation) -> None:
+        """Hold ``conv`` (scored, and not changed afterwards: the stored JSON is of this moment)."""
+        key = conv.key
+        self._json.pop(key, None)
+        self._html.pop(key, None)
+        if not _slimmable(conv):
+            self._convs[key] = conv
+            return
+        self.had_contexts = True
+        if self._keep:
+            from .html_report import conversation_body
+
+            self._json[key] = zlib.compress(conv.model_dump_json().encode("utf-8"), 1)
+            self._html[key] = zlib.compress(conversation_body(conv).encode("utf-8"), 1)
+        self._convs[key] = slim(conv)
+
+    def get(self, key: str) -> Conversation | None:
+        return self._convs.get(key)
+
+    def values(self) -> list[Conversation]:
+        return list(self._convs.values())
+
+    def __len__(self) -> int:
+        return len(self._convs)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._convs)
+
+    def full_json(self, key: str) -> str | None:
+        """The full conversation's JSON, where it was slimmed (else None: dump the held one)."""
+        z = self._json.get(key)
+        return None if z is None else zlib.decompress(z).decode("utf-8")
+
+    def html_body(self, key: str) -> str | None:
+        """The full conversation's report.html body, where it was slimmed (else None: render the held one)."""
+        z = self._html.get(key)
+        return None if z is None else zlib.decompress(z).decode("utf-8")
