@@ -165,7 +165,7 @@ class Central(_Collecting, _Concluding):
             self.sess.collect(conv)
             _attach_scores(rep, conv)
             item.ragdive_result = None  # type: ignore[attr-defined]  # held by the session from here
-            self.sess.release(item, conv.key)
+            self.sess.release(item, item.plan, rep.passed)  # type: ignore[attr-defined]
         return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:
@@ -205,7 +205,7 @@ class DistWorker(_Collecting):
             rep.ragdive_conversation = conv.model_dump_json()
             _attach_scores(rep, conv)
             item.ragdive_result = None  # type: ignore[attr-defined]  # it travels on the report
-            self.sess.release(item, conv.key)
+            self.sess.release(item, item.plan, rep.passed)  # type: ignore[attr-defined]
         return rep
 
     def schedule(self, sess: RagdiveSession, item: pytest.Item, target: AsyncTarget) -> None:

@@ -10,8 +10,8 @@ contexts is held as
   ``standalone_contexts`` left empty (what :func:`~pytest_ragdive.conclude.conclude`
   reads: it never reads contexts), and, when reports will be written,
 - its full JSON (``Conversation.model_dump_json``, as results.json holds it)
-  and its rendered report.html body, each zlib-compressed (about a tenth of
-  the objects' size).
+  and its rendered report.html body, zlib-compressed (the body against the
+  JSON as a preset dictionary: together about a fifth of the objects' size).
 
 Conversations without contexts, errored ones, generated and sharded ones
 (whose end-of-run statistics and exports read contexts) are held as they are.
@@ -25,6 +25,8 @@ import zlib
 from collections.abc import Iterator
 
 from .records import Conversation
+
+_WINDOW = 32768  # zlib's window: the part of a preset dictionary it uses
 
 
 def _slimmable(conv: Conversation) -> bool:
@@ -65,8 +67,11 @@ class HeldConversations:
         if self._keep:
             from .html_report import conversation_body
 
-            self._json[key] = zlib.compress(conv.model_dump_json().encode("utf-8"), 1)
-            self._html[key] = zlib.compress(conversation_body(conv).encode("utf-8"), 1)
+            full = conv.model_dump_json().encode("utf-8")
+            self._json[key] = zlib.compress(full, 1)
+            # the page shows the same texts as the JSON: compressed against it, the body takes a third
+            z = zlib.compressobj(1, zdict=full[-_WINDOW:])
+            self._html[key] = z.compress(conversation_body(conv).encode("utf-8")) + z.flush()
         self._convs[key] = slim(conv)
 
     def get(self, key: str) -> Conversation | None:
@@ -88,5 +93,8 @@ class HeldConversations:
 
     def html_body(self, key: str) -> str | None:
         """The full conversation's report.html body, where it was slimmed (else None: render the held one)."""
-        z = self._html.get(key)
-        return None if z is None else zlib.decompress(z).decode("utf-8")
+        z, full = self._html.get(key), self._json.get(key)
+        if z is None or full is None:
+            return None
+        d = zlib.decompressobj(zdict=zlib.decompress(full)[-_WINDOW:])
+        return (d.decompress(z) + d.flush()).decode("utf-8")

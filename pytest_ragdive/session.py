@@ -215,13 +215,18 @@ class RagdiveSession:
         """Hold a scored conversation for the end of the run (:class:`~pytest_ragdive.held.HeldConversations`)."""
         self.collected.add(conv)
 
-    def release(self, item: pytest.Item, key: str) -> None:
-        """The item of ``key`` is reported: the pipeline's copy of its conversation can go,
-        unless a test of the user's asks for it too (the ``ragdive_conversation`` fixture)."""
+    def release(self, item: pytest.Item, plan: Plan, passed: bool) -> None:
+        """The item of ``plan`` is reported: the pipeline's copy of its conversation can go,
+        and, when it passed, the plan's template too (only a failed item is ever run again,
+        by a rerun plugin; the session's reruns plan afresh), unless a test of the user's
+        asks for the same conversation (the ``ragdive_conversation`` fixture)."""
         if self._shared_results is None:
             self._shared_results = any("ragdive_conversation" in getattr(i, "fixturenames", ()) for i in item.session.items)
-        if not self._shared_results:
-            self.pipeline.release(key)
+        if self._shared_results:
+            return
+        self.pipeline.release(plan.key)
+        if passed and plan.kind in ("golden", "golden_single"):
+            plan.template = None
 
     def fail_if_broken(self, conv: Conversation) -> None:
         """Fail the item of a conversation that errored, produced no turn or broke a

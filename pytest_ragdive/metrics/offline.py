@@ -161,8 +161,12 @@ def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
       forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
-    for i, turn in enumerate(conv.turns):
-        turn.scores.update(score_turn(turn, k=k, conversation=conversation_support(conv.turns, i)))
+    established: list[str] = []  # conversation_support(conv.turns, i) before turn i's own statements, built once
+    for turn in conv.turns:
+        own = user_statements(turn.rag_input)
+        turn.scores.update(score_turn(turn, k=k, conversation=established + own))
+        established += own
+        established += grounded_units(turn.answer, turn.contexts)
     for msg in safety_failures(conv):
         if msg not in conv.failures:
             conv.failures.append(msg)
