@@ -15,8 +15,11 @@ context).
 Columns: wall s; target CPU s (summed over processes); wall / target CPU;
 the CPU of every pytest process / target CPU; peak RSS summed over the
 processes; MB per conversation (the peak's growth over the smallest size,
-divided by the extra conversations). Targets at 5,000 conversations: wall /
-target CPU at most 1.2 (plain) and under 0.05 MB per conversation.
+divided by the extra conversations). Targets at 5,000 conversations: CPU /
+target at most 1.2 (plain) and under 0.05 MB per conversation.
+
+``--pytest-alone`` also times a plugin-free pytest run of as many empty tests
+per size: pytest's own cost per item, the floor under CPU / target.
 """
 
 from __future__ import annotations
@@ -157,10 +160,45 @@ def run_once(root: Path, workers: int) -> dict[str, float]:
     }
 
 
+EMPTY_TESTS = textwrap.dedent(
+    """
+    import os
+    import pytest
+
+    @pytest.mark.parametrize("i", range(int(os.environ["BENCH_SCALE_N"])))
+    def test_nothing(i):
+        pass
+    """
+)
+
+
+def pytest_alone(n: int) -> tuple[float, float]:
+    """CPU seconds and peak RSS MB of a plugin-free pytest run of ``n`` empty tests
+    (the same flags): what pytest itself costs for as many items."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        (root / "test_nothing.py").write_text(EMPTY_TESTS)
+        (root / "conftest.py").write_text(CONFTEST)
+        (root / "out").mkdir()
+        env = dict(os.environ, BENCH_SCALE_N=str(n), BENCH_SCALE_OUT=str(root / "out"))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:ragdive",
+               "-p", "no:langsmith_plugin", "-p", "no:xdist"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            sys.exit(f"plugin-free pytest failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
+        rss = sum(json.loads(f.read_text())["maxrss_kb"] for f in (root / "out").glob("*.json")) / 1024
+        return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), rss
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10,100,1000,5000,20000", help="comma-separated conversation counts")
     ap.add_argument("--modes", default="plain,n2", help="plain and/or n2 (pytest -n 2)")
+    ap.add_argument("--pytest-alone", action="store_true",
+                    help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
@@ -170,6 +208,7 @@ def main() -> None:
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     first: dict[str, tuple[int, float]] = {}
+    targets: dict[tuple[int, str], float] = {}
     for n in sizes:
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
@@ -181,6 +220,16 @@ def main() -> None:
                 print(f"| {n:>6} | {mode:5} | {r['wall']:7.2f} | {r['target']:12.2f} | {r['wall'] / r['target']:11.2f} | "
                       f"{r['cpu'] / r['target']:10.2f} | {1000 * r['target'] / max(1, r['calls']):14.3f} | "
                       f"{r['rss_mb']:11.0f} | {per:7.4f} | {r['results_mb']:15.1f} |", flush=True)
+                targets[(n, mode)] = r["target"]
+    if args.pytest_alone:
+        # the floor under CPU / target: pytest's own cost for as many items, over the bot's CPU at that size
+        print("\npytest alone: the same number of empty tests, plugin-free, serial\n")
+        print("|  tests | CPU s | ms per test | peak RSS MB | as CPU / target (plain) |")
+        print("|--------|-------|-------------|-------------|-------------------------|")
+        for n in sizes:
+            cpu, rss = pytest_alone(n)
+            share = cpu / targets[(n, "plain")] if (n, "plain") in targets else float("nan")
+            print(f"| {n:>6} | {cpu:5.2f} | {1000 * cpu / n:11.3f} | {rss:11.0f} | {share:23.3f} |", flush=True)
 
 
 if __name__ == "__main__":

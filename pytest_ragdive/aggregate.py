@@ -47,7 +47,7 @@ def _cluster_sums(raw: list[list[float | None]], cluster: list[int], k: int) -> 
 
 
 def _bootstrap_all(
-    sums: dict[str, tuple[list[float], list[int]]], k: int, n_boot: int, seed: int, chunk: int = 100
+    sums: dict[str, tuple[list[float], list[int]]], k: int, n_boot: int, seed: int, chunk: int = 25
 ) -> dict[str, tuple[float | None, float | None]]:
     """Percentile CIs of every metric from resampling whole conversations: the turns
     of one conversation, and its repeats over runs, are one cluster (they are not
@@ -103,19 +103,11 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
     keys = sorted({c.id for c in ok})
     where = {key: i for i, key in enumerate(keys)}
     cluster = [where[c.id] for c in ok]
-    raw = {m: [_values(m, c) for c in ok] for m in names}
-    cis = _bootstrap_all({m: _cluster_sums(raw[m], cluster, len(keys)) for m in names}, len(keys), n_boot, seed)
-    for metric in names:
-        values = raw[metric]
+    sums: dict[str, tuple[list[float], list[int]]] = {}
+    for metric in names:  # one metric's raw values at a time (a large suite's are never all held)
+        values = [_values(metric, c) for c in ok]
         per_run = [_mean(v for c, vs in zip(ok, values, strict=True) if c.run == r for v in vs) for r in runs]
-        lo, hi = cis[metric]
-        mv = MetricValue(
-            value=_mean(per_run),
-            n=sum(1 for vs in values for v in vs if v is not None),
-            ci_low=lo,
-            ci_high=hi,
-            per_run=per_run,
-        )
+        mv = MetricValue(value=_mean(per_run), n=sum(1 for vs in values for v in vs if v is not None), per_run=per_run)
         if METRICS[metric].level == "turn":
             by_idx: dict[int, list[float | None]] = defaultdict(list)
             by_type: dict[str, list[float | None]] = defaultdict(list)
@@ -125,7 +117,10 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
                     by_type[t.question_type].append(v)
             mv.per_turn_index = {str(k): _mean(v) for k, v in sorted(by_idx.items())}
             mv.per_question_type = {k: _mean(v) for k, v in sorted(by_type.items())}
+        sums[metric] = _cluster_sums(values, cluster, len(keys))
         result.metrics[metric] = mv
+    for metric, (lo, hi) in _bootstrap_all(sums, len(keys), n_boot, seed).items():
+        result.metrics[metric].ci_low, result.metrics[metric].ci_high = lo, hi
     if sharded:
         report = build_report(suite, sharded, seed=seed)
         result.conversations += len(sharded)

@@ -6,9 +6,10 @@ reads them: aggregation, the gate, the baseline and the text reports read
 scores, ids and questions. So a scored conversation whose answered turns have
 contexts is held as
 
-- a *slim* copy: the same record with every turn's ``contexts`` and
-  ``standalone_contexts`` left empty (what :func:`~pytest_ragdive.conclude.conclude`
-  reads: it never reads contexts), and, when reports will be written,
+- a *slim* copy: the same record with every turn's ``contexts``,
+  ``standalone_contexts`` and ``standalone_answer`` left empty (what
+  :func:`~pytest_ragdive.conclude.conclude` reads: it never reads them, they
+  were scored already), and, when reports will be written,
 - its full JSON (``Conversation.model_dump_json``, as results.json holds it)
   and its rendered report.html body, zlib-compressed (the body against the
   JSON as a preset dictionary: together about a fifth of the objects' size).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 from .records import Conversation
 
@@ -38,9 +40,13 @@ def _slimmable(conv: Conversation) -> bool:
     )
 
 
+_DROPPED: dict[str, Any] = {"contexts": [], "standalone_contexts": [], "standalone_answer": None}
+
+
 def slim(conv: Conversation) -> Conversation:
-    """A copy of ``conv`` whose turns hold no contexts (the rest is shared, not copied)."""
-    turns = [t.model_copy(update={"contexts": [], "standalone_contexts": []}) for t in conv.turns]
+    """A copy of ``conv`` whose turns hold no contexts and no stand-alone probe answer
+    (both already scored; the rest is shared, not copied)."""
+    turns = [t.model_copy(update=_DROPPED) for t in conv.turns]
     return conv.model_copy(update={"turns": turns})
 
 

@@ -41,7 +41,7 @@ def test_reports_from_held_conversations_are_those_of_the_whole_ones(tmp_path: P
     kept = [c for c in outcome.conversations if not c.error]
     for c in kept:
         s = slim[c.key]
-        assert not any(t.contexts or t.standalone_contexts for t in s.turns)
+        assert not any(t.contexts or t.standalone_contexts or t.standalone_answer for t in s.turns)
         assert any(t.contexts for t in c.turns)  # the original is not changed
         assert Conversation.model_validate_json(held.full_json(c.key) or "") == c
         assert held.html_body(c.key) == conversation_body(c)
