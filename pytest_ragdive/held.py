@@ -11,8 +11,9 @@ contexts is held as
   :func:`~pytest_ragdive.conclude.conclude` reads: it never reads them, they
   were scored already), and, when reports will be written,
 - its full JSON (``Conversation.model_dump_json``, as results.json holds it)
-  and its rendered report.html body, zlib-compressed (the body against the
-  JSON as a preset dictionary: together about a fifth of the objects' size).
+  and its rendered report.html body, zlib-compressed in one stream (the body
+  repeats the JSON's texts, so it adds little: together about a fifth of the
+  objects' size).
 
 Conversations without contexts, errored ones, generated and sharded ones
 (whose end-of-run statistics and exports read contexts) are held as they are.
@@ -27,8 +28,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from .records import Conversation
-
-_WINDOW = 32768  # zlib's window: the part of a preset dictionary it uses
 
 
 def _slimmable(conv: Conversation) -> bool:
@@ -57,15 +56,13 @@ class HeldConversations:
     def __init__(self, keep_reports: bool) -> None:
         self._keep = keep_reports  # store what results.json and report.html need
         self._convs: dict[str, Conversation] = {}
-        self._json: dict[str, bytes] = {}
-        self._html: dict[str, bytes] = {}
+        self._stored: dict[str, tuple[int, bytes]] = {}  # key -> (JSON length, zlib(JSON + page body))
         self.had_contexts = False  # some held conversation's answered turns had contexts (slimmed ones do)
 
     def add(self, conv: Conversation) -> None:
         """Hold ``conv`` (scored, and not changed afterwards: the stored JSON is of this moment)."""
         key = conv.key
-        self._json.pop(key, None)
-        self._html.pop(key, None)
+        self._stored.pop(key, None)
         if not _slimmable(conv):
             self._convs[key] = conv
             return
@@ -74,10 +71,8 @@ class HeldConversations:
             from .html_report import conversation_body
 
             full = conv.model_dump_json().encode("utf-8")
-            self._json[key] = zlib.compress(full, 1)
-            # the page shows the same texts as the JSON: compressed against it, the body takes a third
-            z = zlib.compressobj(1, zdict=full[-_WINDOW:])
-            self._html[key] = z.compress(conversation_body(conv).encode("utf-8")) + z.flush()
+            # one stream: the page shows the JSON's texts again, so the body costs little more
+            self._stored[key] = (len(full), zlib.compress(full + conversation_body(conv).encode("utf-8"), 1))
         self._convs[key] = slim(conv)
 
     def get(self, key: str) -> Conversation | None:
@@ -92,15 +87,18 @@ class HeldConversations:
     def __iter__(self) -> Iterator[str]:
         return iter(self._convs)
 
+    def _part(self, key: str, body: bool) -> str | None:
+        got = self._stored.get(key)
+        if got is None:
+            return None
+        n, z = got
+        raw = zlib.decompress(z)
+        return (raw[n:] if body else raw[:n]).decode("utf-8")
+
     def full_json(self, key: str) -> str | None:
         """The full conversation's JSON, where it was slimmed (else None: dump the held one)."""
-        z = self._json.get(key)
-        return None if z is None else zlib.decompress(z).decode("utf-8")
+        return self._part(key, body=False)
 
     def html_body(self, key: str) -> str | None:
         """The full conversation's report.html body, where it was slimmed (else None: render the held one)."""
-        z, full = self._html.get(key), self._json.get(key)
-        if z is None or full is None:
-            return None
-        d = zlib.decompressobj(zdict=zlib.decompress(full)[-_WINDOW:])
-        return (d.decompress(z) + d.flush()).decode("utf-8")
+        return self._part(key, body=True)
