@@ -85,7 +85,7 @@ class _Concluding:
             return
         data = getattr(report, "ragdive_conversation", None)
         if data:
-            self.sess.collect(Conversation.model_validate_json(data))
+            self.sess.collect(Conversation.model_validate_json(data), data)
             del report.ragdive_conversation  # the report stays in pytest's stats; its text need not
         key = getattr(report, "ragdive_key", None)
         if key is None:

@@ -59,8 +59,10 @@ class HeldConversations:
         self._stored: dict[str, tuple[int, bytes]] = {}  # key -> (JSON length, zlib(JSON + page body))
         self.had_contexts = False  # some held conversation's answered turns had contexts (slimmed ones do)
 
-    def add(self, conv: Conversation) -> None:
-        """Hold ``conv`` (scored, and not changed afterwards: the stored JSON is of this moment)."""
+    def add(self, conv: Conversation, as_json: str | None = None) -> None:
+        """Hold ``conv`` (scored, and not changed afterwards: the stored JSON is of this moment).
+        ``as_json``: its ``model_dump_json()`` where the caller has it already (an xdist
+        worker's report)."""
         key = conv.key
         self._stored.pop(key, None)
         if not _slimmable(conv):
@@ -70,7 +72,7 @@ class HeldConversations:
         if self._keep:
             from .html_report import conversation_body
 
-            full = conv.model_dump_json().encode("utf-8")
+            full = (as_json if as_json is not None else conv.model_dump_json()).encode("utf-8")
             # one stream: the page shows the JSON's texts again, so the body costs little more
             self._stored[key] = (len(full), zlib.compress(full + conversation_body(conv).encode("utf-8"), 1))
         self._convs[key] = slim(conv)

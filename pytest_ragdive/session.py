@@ -211,9 +211,10 @@ class RagdiveSession:
         if item is not None:
             item.session.shouldstop = f"ragdive deadline of {self.cfg.deadline_s:g} s reached"
 
-    def collect(self, conv: Conversation) -> None:
-        """Hold a scored conversation for the end of the run (:class:`~pytest_ragdive.held.HeldConversations`)."""
-        self.collected.add(conv)
+    def collect(self, conv: Conversation, as_json: str | None = None) -> None:
+        """Hold a scored conversation for the end of the run (:class:`~pytest_ragdive.held.HeldConversations`);
+        ``as_json``: its JSON, when it arrived as JSON (from an xdist worker)."""
+        self.collected.add(conv, as_json)
 
     def release(self, item: pytest.Item, plan: Plan, passed: bool) -> None:
         """The item of ``plan`` is reported: the pipeline's copy of its conversation can go,

@@ -149,3 +149,22 @@ def test_one_stream_of_draws_gives_each_metrics_own_interval(k: int, n_boot: int
     for name, per in metrics.items():
         assert got[name] == _bootstrap_one(per, n_boot, seed=0), name
     assert got["none"] == (None, None)
+
+
+def _without_latency(data: dict) -> list[dict]:
+    convs = sorted(data["conversations"], key=lambda c: c["id"])
+    for c in convs:
+        for t in c["turns"]:
+            t.pop("latency_s")
+    return convs
+
+
+def test_xdist_writes_the_same_conversations_with_their_contexts(toy: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    got = []
+    for extra in ([], ["-n", "2"]):
+        res = toy.runpytest_subprocess("--ragdive-suite=core", "-p", "no:cacheprovider", *extra)
+        assert res.ret == 0
+        got.append(_without_latency(results(toy)))
+    assert got[0] == got[1]
+    assert all(t["contexts"] for c in got[1] for t in c["turns"])
