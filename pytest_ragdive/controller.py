@@ -160,11 +160,10 @@ class Central(_Collecting, _Concluding):
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         rep = yield
-        conv = getattr(item, "ragdive_result", None)
-        if call.when == "call" and conv is not None:
+        conv = self.sess.take_result(item) if call.when == "call" else None
+        if conv is not None:
             self.sess.collect(conv)
             _attach_scores(rep, conv)
-            item.ragdive_result = None  # type: ignore[attr-defined]  # held by the session from here
             self.sess.release(item, item.plan, rep.passed)  # type: ignore[attr-defined]
         return rep
 
@@ -200,11 +199,10 @@ class DistWorker(_Collecting):
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """The scored conversation travels to the controller as JSON on the call report."""
         rep = yield
-        conv = getattr(item, "ragdive_result", None)
-        if call.when == "call" and conv is not None:
+        conv = self.sess.take_result(item) if call.when == "call" else None
+        if conv is not None:
             rep.ragdive_conversation = conv.model_dump_json()
             _attach_scores(rep, conv)
-            item.ragdive_result = None  # type: ignore[attr-defined]  # it travels on the report
             self.sess.release(item, item.plan, rep.passed)  # type: ignore[attr-defined]
         return rep
 

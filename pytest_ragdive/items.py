@@ -22,7 +22,7 @@ def _ragdive_conversation_item(request: pytest.FixtureRequest, ragdive_target: A
     assert isinstance(item, RagdiveItem)
     sess = item.ragdive_session
     conv = sess.result_for(item.plan, ragdive_target, item)
-    item.ragdive_result = conv
+    sess.hand_over(item, conv)  # to the role's makereport (not an attribute of the item: it would outlive it)
     sess.fail_if_broken(conv)
 
 
@@ -73,7 +73,6 @@ class RagdiveSuite(pytest.Collector):
 class RagdiveItem(pytest.Function):
     plan: Plan
     ragdive_session: RagdiveSession
-    ragdive_result: Any = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"ragdive {self.plan.suite} {self.plan.conv_id} run {self.plan.run}"

@@ -61,6 +61,7 @@ class RagdiveSession:
         # the scored conversations, held compactly (contexts stored for the reports only)
         self.collected = HeldConversations(keep_reports=bool(cfg.report_dir))
         self._shared_results: bool | None = None  # some user test asks for ragdive_conversation
+        self._handed: dict[str, Conversation] = {}  # item nodeid -> its conversation, until its call report
         self.worker_llm_stats: list[dict[str, Any]] = []
         self.outcome: RunOutcome | None = None
         self.written: list[Path] = []
@@ -210,6 +211,14 @@ class RagdiveSession:
             )
         if item is not None:
             item.session.shouldstop = f"ragdive deadline of {self.cfg.deadline_s:g} s reached"
+
+    def hand_over(self, item: pytest.Item, conv: Conversation) -> None:
+        """An item ran its conversation: its call report (:meth:`take_result`) picks it up."""
+        self._handed[item.nodeid] = conv
+
+    def take_result(self, item: pytest.Item) -> Conversation | None:
+        """The conversation an item ran, once (None for another item, or one that did not get that far)."""
+        return self._handed.pop(item.nodeid, None)
 
     def collect(self, conv: Conversation, as_json: str | None = None) -> None:
         """Hold a scored conversation for the end of the run (:class:`~pytest_ragdive.held.HeldConversations`);
