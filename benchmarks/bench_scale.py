@@ -172,15 +172,13 @@ EMPTY_TESTS = textwrap.dedent(
 )
 
 
-def pytest_alone(n: int) -> tuple[float, float]:
-    """CPU seconds and peak RSS MB of a plugin-free pytest run of ``n`` empty tests
-    (the same flags): what pytest itself costs for as many items."""
+def pytest_alone(n: int) -> float:
+    """CPU seconds of a plugin-free pytest run of ``n`` empty tests (the same
+    flags): what pytest itself costs for as many items."""
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         (root / "test_nothing.py").write_text(EMPTY_TESTS)
-        (root / "conftest.py").write_text(CONFTEST)
-        (root / "out").mkdir()
-        env = dict(os.environ, BENCH_SCALE_N=str(n), BENCH_SCALE_OUT=str(root / "out"))
+        env = dict(os.environ, BENCH_SCALE_N=str(n))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:ragdive",
                "-p", "no:langsmith_plugin", "-p", "no:xdist"]
@@ -189,8 +187,7 @@ def pytest_alone(n: int) -> tuple[float, float]:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
             sys.exit(f"plugin-free pytest failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
-        rss = sum(json.loads(f.read_text())["maxrss_kb"] for f in (root / "out").glob("*.json")) / 1024
-        return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), rss
+        return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main() -> None:
@@ -224,12 +221,12 @@ def main() -> None:
     if args.pytest_alone:
         # the floor under CPU / target: pytest's own cost for as many items, over the bot's CPU at that size
         print("\npytest alone: the same number of empty tests, plugin-free, serial\n")
-        print("|  tests | CPU s | ms per test | peak RSS MB | as CPU / target (plain) |")
-        print("|--------|-------|-------------|-------------|-------------------------|")
+        print("|  tests | CPU s | ms per test | as CPU / target (plain) |")
+        print("|--------|-------|-------------|-------------------------|")
         for n in sizes:
-            cpu, rss = pytest_alone(n)
+            cpu = pytest_alone(n)
             share = cpu / targets[(n, "plain")] if (n, "plain") in targets else float("nan")
-            print(f"| {n:>6} | {cpu:5.2f} | {1000 * cpu / n:11.3f} | {rss:11.0f} | {share:23.3f} |", flush=True)
+            print(f"| {n:>6} | {cpu:5.2f} | {1000 * cpu / n:11.3f} | {share:23.3f} |", flush=True)
 
 
 if __name__ == "__main__":
