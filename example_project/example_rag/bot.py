@@ -22,12 +22,20 @@ EXAMPLE_RAG_READER          extractive extractive | memory (blends unsupported "
                                        statements into answers: outdated 2023 facts,
                                        invented details) | paraphrase (restates the
                                        retrieved sentences in other words); styles.py
+EXAMPLE_RAG_BREAK_RATE      0          per-turn probability of a broken answer (from
+                                       the wrong passage: a correctness drop); faults.py
+EXAMPLE_RAG_MEMORY_RATE     0          per-turn probability of a "memory" statement
+                                       blended in (a faithfulness drop); faults.py
+EXAMPLE_RAG_FORGET_RATE     0          per-turn probability that the history is dropped
+                                       (a forgetting change); faults.py
 ==========================  =========  ==============================================
 
 Break it on purpose: ``EXAMPLE_RAG_HISTORY=none`` makes the bot forget the
 conversation, ``EXAMPLE_RAG_TOP_K=1`` starves the reader of context,
 ``EXAMPLE_RAG_READER=memory`` makes it hallucinate (a faithfulness regression);
 ``EXAMPLE_RAG_READER=paraphrase`` is a benign change the gate must let through.
+The ``*_RATE`` faults (seeded like the sampling knob) make changes of a chosen size,
+for measuring the gate (``benchmarks/bench_gate.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from pytest_ragdive.online.monitor import stage
 
 from .chunking import Chunk, chunk_corpus
 from .corpus import DEFAULT_CORPUS, load_corpus
+from .faults import FAULTS, Faults, break_answer
 from .history import POLICIES, Query, build_query
 from .reader import ExtractiveReader
 from .retrieval import BM25Retriever
@@ -63,6 +72,7 @@ class BotConfig:
     temperature: float = 0.0
     seed: int = 0
     reader: str = "extractive"
+    faults: Faults = Faults()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BotConfig:
@@ -97,6 +107,14 @@ class BotConfig:
             raise ValueError(f"EXAMPLE_RAG_TEMPERATURE must be a number, got {raw_t!r}") from None
         if temperature < 0:
             raise ValueError(f"EXAMPLE_RAG_TEMPERATURE must be >= 0, got {temperature}")
+        rates: dict[str, float] = {}
+        for name in FAULTS:
+            var = f"EXAMPLE_RAG_{name.upper()}_RATE"
+            raw = env.get(var, "").strip()
+            try:
+                rates[f"{name}_rate"] = float(raw) if raw else 0.0
+            except ValueError:
+                raise ValueError(f"{var} must be a number in [0, 1], got {raw!r}") from None
         return cls(
             temperature=temperature,
             seed=num("EXAMPLE_RAG_SEED", cls.seed, 0),
@@ -109,6 +127,7 @@ class BotConfig:
             api_base=env.get("EXAMPLE_RAG_API_BASE", "").strip() or None,
             corpus=env.get("EXAMPLE_RAG_CORPUS", "").strip() or cls.corpus,
             reader=reader,
+            faults=Faults(**rates),
         )
 
 
@@ -144,10 +163,15 @@ class HelpCentreBot:
         return self.retriever.search(self.query(messages), self.config.top_k)
 
     def __call__(self, messages: Sequence[Mapping[str, str]], call_info: CallInfo | None = None) -> TargetResponse:
+        cfg = self.config
+        faults, seed = cfg.faults, cfg.seed
         # stage(): times the stages when the bot runs under pytest_ragdive.online.monitored
         with stage("retrieval"):
-            query = self.query(messages)
-            contexts = self.retriever.search(query, self.config.top_k)
+            if faults.draw("forget", messages, call_info, seed):
+                query = build_query([dict(m) for m in messages], "none")
+            else:
+                query = self.query(messages)
+            contexts = self.retriever.search(query, cfg.top_k)
         with stage("generation"):
             if self.config.model:
                 return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
@@ -155,6 +179,10 @@ class HelpCentreBot:
             if self.config.reader == "paraphrase":
                 query = recognise_restated(query, contexts)
             reading = apply_style(self.config.reader, self.reader.read(query, contexts, sampler), query)
+            if faults.draw("break", messages, call_info, seed):
+                reading = break_answer(reading, contexts)
+            if cfg.reader != "memory" and faults.draw("memory", messages, call_info, seed):
+                reading = apply_style("memory", reading, query)
         citations = list(dict.fromkeys(doc_id for _, doc_id in reading.sentences))
         return TargetResponse(answer=reading.answer, contexts=contexts, citations=citations)
 
