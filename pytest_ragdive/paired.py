@@ -18,8 +18,14 @@ metric's bad side (``baseline - current`` for higher-is-better metrics,
    this run, ``d_i`` = its drop against the baseline's mean for that
    conversation (turn-level metrics: the conversation's mean over its scored
    turns, weighted by the number of scored turns, as the suite mean is).
-   ``D`` = the weighted mean of ``d_i``. A cluster bootstrap over
-   conversations (``N_BOOT`` resamples, seed ``SEED``) gives its distribution.
+   ``D`` = the weighted mean of ``d_i``. A cluster bootstrap over the ``n``
+   conversations (``N_BOOT`` resamples, seed ``SEED``) gives its distribution,
+   each resampled mean's deviation from ``D`` scaled by ``sqrt(n / (n - 1))``
+   (the small-sample correction: the plain bootstrap's variance of a mean is
+   the plug-in ``(n - 1) / n`` times the unbiased one, too narrow when the
+   conversations are few, e.g. a 10-conversation forgetfulness; the scaled
+   one has the unbiased variance ``s^2 / n``). Bounds and p-values are read
+   off the scaled distribution.
 3. **Two one-sided tests** at level ``a = ALPHA / (1 + max_reruns)`` (the
    alpha split evenly over the looks a rerun may take):
 
@@ -259,7 +265,10 @@ def bootstrap_many(
     drops: Sequence[Sequence[float]], weights: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED
 ) -> list[np.ndarray]:
     """:func:`bootstrap` of several drop vectors over the same conversations
-    and weights, with the same resamples (one pass)."""
+    and weights, with the same resamples (one pass). Each resampled mean's
+    deviation from the observed weighted mean is scaled by ``sqrt(n / (n - 1))``
+    (``n`` conversations, at least 2), the small-sample correction of the
+    module docstring."""
     import numpy as np
 
     w = np.asarray(weights, dtype=float)
@@ -271,6 +280,9 @@ def bootstrap_many(
         size = min(_CHUNK, n_boot - start)
         idx = rng.integers(0, n, size=(size, n))
         out[:, start : start + size] = wd[:, idx].sum(axis=2) / w[idx].sum(axis=1)
+    if n > 1:
+        observed = (wd.sum(axis=1) / w.sum())[:, None]
+        out = observed + math.sqrt(n / (n - 1)) * (out - observed)
     out.sort(axis=1)
     return list(out)
 
