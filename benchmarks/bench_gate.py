@@ -1,209 +1,302 @@
 """How often the gate is wrong: false alarms on a healthy noisy chatbot, and
-detection of injected drops, for ``gate.method = "band"`` and ``"band+paired"``.
+detection of injected drops, for ``gate.method = "band"`` and ``"band+paired"``,
+on the bundled example bot.
 
     python benchmarks/bench_gate.py                 # the README table
-    python benchmarks/bench_gate.py --trials 40     # quick
+    python benchmarks/bench_gate.py --trials 40 --pool 30   # quick
 
-What is simulated, and what is real:
+What runs, and what is simulated:
 
-- **The chatbot and its scores are simulated** (a documented synthetic
-  target, no pytest session): the suites have the shape of the bundled
-  example's golden suites (the same conversation ids and turn counts, read
-  from golden/), and each run scores every turn afresh:
+- **The chatbot is the real example bot** (``example_project/example_rag``) with
+  the sampling knob on, ``EXAMPLE_RAG_TEMPERATURE = 0.2``: the reader draws its
+  sentences in proportion to ``score ** (1/T)``, seeded per conversation and
+  run through the plugin's ``call_info``. Why 0.2: it is the value the
+  project's other noisy benchmark (``bench_sharded.py``) uses, and it was
+  fixed before any gate figure was seen, from the noise it gives on the
+  extended suite (8 runs): the suite's correctness moves by one point from run
+  to run (SD 0.010; 0.007 at T = 0.1, 0.017 at T = 0.3), two turns in five
+  (40%) and about half the conversations score differently in at least one
+  run, a conversation's correctness has a run-to-run SD of 0.08, and the
+  sampling costs 7 points of correctness against the deterministic bot (0.90
+  against 0.97): visibly noisy, as an LLM chatbot at its default temperature
+  is, while the suite value still reads as stable.
+- **Scored as the plugin scores**: every run is ``pytest_ragdive.run_suite``
+  (the plugin's pipeline: the scripted golden conversations, the stand-alone
+  forgetfulness probe, the offline metrics) on the example's config, for the
+  core (30 conversations, 57 turns) and extended (126, 247) suites.
+  ``--pool`` runs (default 100) are precomputed per suite and condition, with
+  the run numbers 0, 1, ... (so different sampling draws); a pytest session
+  per simulated PR would be too slow.
+- **Injected changes** are the bot's seeded fault knobs
+  (``example_rag/faults.py``): ``EXAMPLE_RAG_BREAK_RATE`` (an answer from the
+  wrong passage: correctness), ``EXAMPLE_RAG_MEMORY_RATE`` (a "memory"
+  statement blended in: faithfulness, and correctness with it) and
+  ``EXAMPLE_RAG_FORGET_RATE`` (the history dropped for a turn: forgetting).
+  Their rates were calibrated for mean drops of 0.02/0.05/0.10 (forgetting:
+  +0.05/+0.10); the table prints the drop the pools actually show (the
+  changed pool's mean minus the healthy pool's, over the same run seeds).
+- **The decision is the plugin's own**: per trial, a baseline of ``--runs``
+  (5, as the example's baseline) runs drawn from the healthy pool, stored as
+  ``build_baseline`` stores it (checked against it at start-up), and a PR run
+  drawn from the condition's pool (never a run number the baseline used: a
+  real LLM does not repeat its draws); the band row of ``baseline.gate_row``
+  and the paired test of ``baseline.paired_rows`` (what ``baseline.check``
+  runs), with the example's tolerances and ``gate.inconclusive = "rerun"`` (2
+  reruns, ``alpha_for_look``): an inconclusive suite gets another PR run from
+  the pool, pooled per conversation, as the plugin's rerun does.
+- **Gated**: the example's gated metrics of the suite (answer_f1,
+  correctness, faithfulness, recall_at_k, context_recall, forgetfulness)
+  except ``safety_pass_rate``: safety has zero tolerance and no statistics, so
+  both methods decide it alike; the last column says how often it would have
+  failed the PR on its own (some wrong passages and memory statements state a
+  golden negative assertion).
 
-  - ``correctness``: the turn is answered correctly with probability ``p_t``,
-    fixed per turn: 75% of turns are "easy" (0.95), 25% "hard" (0.40), as a
-    sampling temperature that now and then breaks an answer.
-  - ``faithfulness``: a per-turn level ``f_t`` in [0.4, 0.95] plus Gaussian
-    run-to-run noise (sd 0.10), clipped to [0, 1].
-  - ``forgetfulness`` (multi-turn conversations): the conversation forgets
-    with probability ``q_c``: 0.05 for 90% of them, 0.40 for the rest.
-
-  A drop of ``d`` in correctness scales every ``p_t`` so that the mean falls
-  by ``d``; in faithfulness it lowers every ``f_t`` by ``d``; the forgetting
-  change raises every ``q_c`` by ``d``.
-- **The decision is the plugin's own**: per-conversation tables (turn-level
-  metrics: the conversation's mean over its turns, with the count), a
-  baseline metric as ``build_baseline`` stores it (mean/min/max of the runs'
-  suite values, per-conversation values), the band row of
-  ``baseline.gate_row`` and the paired test of ``baseline.paired_rows``
-  (what ``baseline.check`` runs on scored conversations), with the example's
-  tolerances (0.03; forgetfulness 0.05) and ``gate.inconclusive = "rerun"``
-  (2 reruns): an inconclusive suite gets another simulated run, pooled per
-  conversation, as the plugin does. Each trial records a fresh baseline, so
-  the baseline's own noise counts too.
-
-A PR is "flagged" when any gated metric of the suite fails in the end.
+A PR is "flagged" when any gated metric of the suite fails in the end. The
+pools are finite, so trials share runs: the rates are those of this bot, with
+a little more sampling error than independent trials would have.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import random
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+EXAMPLE = ROOT / "example_project"
+sys.path[:0] = [str(ROOT), str(EXAMPLE)]
 
-from pytest_ragdive.baseline import GateRow, baseline_table, gate_row, paired_rows  # noqa: E402
+from pytest_ragdive.baseline import GateRow, baseline_table, build_baseline, gate_row, paired_rows  # noqa: E402
+from pytest_ragdive.config import load_config  # noqa: E402
 from pytest_ragdive.metrics.registry import METRICS  # noqa: E402
-from pytest_ragdive.paired import ConvValue, Table, alpha_for_look, power  # noqa: E402
-from pytest_ragdive.records import BaselineMetric  # noqa: E402
+from pytest_ragdive.paired import ConvValue, Table, alpha_for_look, conversation_value, power  # noqa: E402
+from pytest_ragdive.records import BaselineMetric, Conversation  # noqa: E402
 
-GATE = {"correctness": 0.03, "faithfulness": 0.03, "forgetfulness": 0.05}
+CONFIG = EXAMPLE / "pyproject.toml"
+TEMPERATURE = 0.2
 MAX_RERUNS = 2
-Run = dict[str, Table]  # metric -> one run's table (one value per conversation)
+UNPAIRED = "safety_pass_rate"
 
 
 @dataclass(frozen=True)
-class Shape:
-    """One suite: conversation ids and their turn counts."""
+class Change:
+    label: str
+    metric: str | None  # the metric whose drop is injected (None: healthy)
+    target: float  # the drop the rates were calibrated for (bad side positive)
+    rates: dict[str, dict[str, float]]  # suite -> Faults(**rates)
 
-    name: str
-    ids: tuple[str, ...]
-    turns: np.ndarray  # per conversation
 
-
-def shape(suite: str) -> Shape:
-    g = ROOT / "golden" / suite
-    single = [json.loads(line)["question_id"] for line in (g / "single_turn.jsonl").read_text().splitlines() if line.strip()]
-    multi = yaml.safe_load((g / "conversations.yaml").read_text())["conversations"]
-    return Shape(suite, tuple(single + [c["id"] for c in multi]), np.array([1] * len(single) + [len(c["turns"]) for c in multi]))
+# per-turn fault rates. break and memory act turn by turn, so the drop is linear in
+# the rate: at rate 1 the pools show correctness -0.789 (break) and faithfulness
+# -0.178 core / -0.168 extended (memory); rate = drop / that. Forgetting is not
+# linear (a conversation forgets once): rates read off a 20-run paired scan.
+CHANGES: list[Change] = [
+    Change("healthy (false alarm)", None, 0.0, {"core": {}, "extended": {}}),
+    *[
+        Change(f"correctness -{d:.2f}", "correctness", d, {s: {"break_rate": round(d / 0.789, 4)} for s in ("core", "extended")})
+        for d in (0.02, 0.05, 0.10)
+    ],
+    *[
+        Change(f"faithfulness -{d:.2f}", "faithfulness", d,
+               {"core": {"memory_rate": round(d / 0.178, 4)}, "extended": {"memory_rate": round(d / 0.168, 4)}})
+        for d in (0.02, 0.05, 0.10)
+    ],
+    Change("forgetfulness +0.05", "forgetfulness", 0.05, {"core": {"forget_rate": 0.11}, "extended": {"forget_rate": 0.075}}),
+    Change("forgetfulness +0.10", "forgetfulness", 0.10, {"core": {"forget_rate": 0.22}, "extended": {"forget_rate": 0.16}}),
+]
 
 
 @dataclass
-class Bot:
-    """The synthetic target: per-turn and per-conversation parameters."""
+class Run:
+    """One scored run of a suite, as the gate sees it."""
 
-    p: np.ndarray  # correctness probability per turn (all conversations' turns, in order)
-    f: np.ndarray  # faithfulness level per turn
-    q: np.ndarray  # forgetting probability per conversation (nan: single-turn)
-
-    @classmethod
-    def healthy(cls, s: Shape, seed: int = 7) -> Bot:
-        rng = np.random.default_rng(seed)
-        t = int(s.turns.sum())
-        q = np.where(rng.random(len(s.ids)) < 0.9, 0.05, 0.40)
-        return cls(np.where(rng.random(t) < 0.75, 0.95, 0.40), rng.uniform(0.4, 0.95, t), np.where(s.turns > 1, q, np.nan))
-
-    def changed(self, metric: str | None, d: float) -> Bot:
-        if metric == "correctness":
-            return Bot(self.p * (1 - d / self.p.mean()), self.f, self.q)
-        if metric == "faithfulness":
-            return Bot(self.p, self.f - d, self.q)
-        if metric == "forgetfulness":
-            return Bot(self.p, self.f, self.q + d)
-        return self
-
-    def run(self, s: Shape, rng: np.random.Generator) -> Run:
-        conv = np.repeat(np.arange(len(s.ids)), s.turns)
-        ok = (rng.random(len(self.p)) < self.p).astype(float)
-        faith = np.clip(self.f + rng.normal(0, 0.10, len(self.f)), 0, 1)
-        forgot = (rng.random(len(self.q)) < np.nan_to_num(self.q)).astype(float)
-        out: Run = {}
-        for name, per_turn in (("correctness", ok), ("faithfulness", faith)):
-            means = np.bincount(conv, per_turn) / s.turns
-            out[name] = {k: [ConvValue(value=float(v), count=int(n))] for k, v, n in zip(s.ids, means, s.turns, strict=True)}
-        out["forgetfulness"] = {k: [ConvValue(value=float(v))] for k, v, m in zip(s.ids, forgot, s.turns, strict=True) if m > 1}
-        return out
+    values: dict[str, float | None]  # metric -> the run's suite value (aggregate's)
+    tables: dict[str, dict[str, ConvValue]]  # metric -> conversation id -> its value in this run
 
 
-def suite_value(t: Table) -> float:
-    """One run's suite value: the mean over all scored turns (as aggregate)."""
-    vals = [v for runs in t.values() for v in runs]
-    return sum(v.value * v.count for v in vals) / sum(v.count for v in vals)
+def gate_of(suite: str) -> dict[str, float]:
+    return load_config(CONFIG).gated_metrics(suite)
 
 
-def record(runs: list[Run], metric: str) -> BaselineMetric:
-    per_run = np.array([suite_value(r[metric]) for r in runs])
-    ids = sorted(runs[0][metric])
+def scored(suite: str, rates: dict[str, float], runs: int) -> list[Conversation]:
+    """``runs`` runs of the suite, as the plugin runs and scores them."""
+    from example_rag import BotConfig, HelpCentreBot
+    from example_rag.faults import Faults
+
+    from pytest_ragdive.api import run_suite
+
+    convs: list[Conversation] = []
+    bot = HelpCentreBot(BotConfig(temperature=TEMPERATURE, faults=Faults(**rates)))
+    run_suite(bot, load_config(CONFIG), suite, runs=runs, conversations=convs)
+    bad = [c.id for c in convs if c.error is not None]
+    if bad:
+        raise RuntimeError(f"{len(bad)} conversation(s) errored, e.g. {bad[0]}")
+    return convs
+
+
+def compact(suite: str, convs: Sequence[Conversation], gate: dict[str, float]) -> list[Run]:
+    from pytest_ragdive.aggregate import aggregate
+
+    out = []
+    for r in sorted({c.run for c in convs}):
+        mine = [c for c in convs if c.run == r]
+        res = aggregate(suite, mine, n_boot=10)
+        tables = {
+            m: {c.id: v for c in sorted(mine, key=lambda c: c.id) if (v := conversation_value(c, m)) is not None}
+            for m in gate
+        }
+        out.append(Run(values={m: res.value(m) for m in gate}, tables=tables))
+    return out
+
+
+def build_pool(args: tuple[str, int, dict[str, float]]) -> list[Run]:
+    suite, runs, rates = args
+    return compact(suite, scored(suite, rates, runs), gate_of(suite))
+
+
+def record(runs: Sequence[Run], metric: str, tol: float) -> BaselineMetric:
+    """The baseline metric ``build_baseline`` stores for these runs."""
+    per_run = np.array([r.values[metric] for r in runs], dtype=float)
+    ids = sorted({k for r in runs for k in r.tables[metric]})
     return BaselineMetric(
         mean=float(per_run.mean()), std=float(per_run.std(ddof=1)), min=float(per_run.min()), max=float(per_run.max()),
-        runs=len(runs), direction=METRICS[metric].direction, tolerance=GATE[metric],
-        conversations={k: [(r[metric][k][0].value, r[metric][k][0].count) for r in runs] for k in ids},
+        runs=len(runs), direction=METRICS[metric].direction, tolerance=tol,
+        conversations=None if metric == UNPAIRED else {
+            k: [(v.value, v.count) if (v := r.tables[metric].get(k)) else (None, 0) for r in runs] for k in ids
+        },
     )
 
 
-def decide(stored: dict[str, BaselineMetric], bot: Bot, s: Shape, method: str, rng: np.random.Generator) -> tuple[bool, int]:
-    """The final verdict of one PR (flagged?) and the runs it took."""
-    runs: list[Run] = []
+def check_record(suite: str, gate: dict[str, float]) -> None:
+    """The baseline this benchmark stores equals the plugin's (``build_baseline``)."""
+    from pytest_ragdive.aggregate import aggregate
+
+    convs = scored(suite, {}, 3)
+    bl = build_baseline({suite: aggregate(suite, convs)}, gate, config_hash="", backend="offline", judge_models={},
+                        plugin_version="", convs=convs)
+    runs = compact(suite, convs, gate)
+    for m, tol in gate.items():
+        ours, theirs = record(runs, m, tol), bl.suites[suite][m]
+        assert ours.conversations == theirs.conversations, m
+        assert abs(ours.mean - theirs.mean) < 1e-12 and ours.min == theirs.min and ours.max == theirs.max, m
+
+
+@dataclass
+class Verdict:
+    flagged: bool
+    looks: int
+    unsafe: bool  # safety alone would have failed it
+    causes: list[str]  # "metric: verdict (band: ...)" of each failed row
+    first_significant: bool  # some metric's drop significant at the first look
+
+
+def decide(stored: dict[str, BaselineMetric], gate: dict[str, float], suite: str, runs: list[Run], method: str) -> Verdict:
+    """The final verdict of one PR. ``runs``: the PR runs available to this PR, in
+    order (the first, then reruns)."""
     looks = 1 + (MAX_RERUNS if method == "band+paired" else 0)
+    first = False
+    paired_gate = {m: t for m, t in gate.items() if m != UNPAIRED}
     for look in range(looks):
-        runs.append(bot.run(s, rng))
+        mine = runs[: look + 1]
         rows: list[GateRow] = []
         pooled: dict[str, Table] = {}
-        for m, tol in GATE.items():
-            pooled[m] = {k: [r[m][k][0] for r in runs] for k in runs[0][m]}
-            current = float(np.mean([suite_value(r[m]) for r in runs]))  # the mean of the runs' values, as aggregate
-            row = gate_row(s.name, m, current, stored[m], tol)
+        for m, tol in paired_gate.items():
+            ids = sorted({k for r in mine for k in r.tables[m]})
+            pooled[m] = {k: [r.tables[m][k] for r in mine if k in r.tables[m]] for k in ids}
+            vals = [v for r in mine if (v := r.values[m]) is not None]
+            current = float(np.mean(vals)) if vals else None  # the mean of the runs' values, as aggregate
+            row = gate_row(suite, m, current, stored[m], tol)
             row.look, row.looks, row.on_inconclusive = look, looks, "rerun"
             rows.append(row)
         if method == "band+paired":
             paired_rows(rows, stored, pooled, alpha_for_look(looks - 1), 0.5)
+            first = first or (look == 0 and any(r.paired is not None and r.paired.significant for r in rows))
         if not any(r.wants_rerun for r in rows):
-            return any(r.failed for r in rows), look + 1
+            safety = gate_row(suite, UNPAIRED, float(np.mean([r.values[UNPAIRED] for r in mine])), stored[UNPAIRED], 0.0)
+            causes = [f"{r.metric} {r.verdict}" + (f" (band {r.band_verdict})" if r.band_verdict else "") for r in rows if r.failed]
+            return Verdict(bool(causes), look + 1, safety.failed, causes, first)
     raise AssertionError("unreachable: the last look never reruns")
 
 
-CASES: list[tuple[str, str | None, float]] = [
-    ("healthy (false alarm)", None, 0.0),
-    *[(f"correctness -{d:.2f}", "correctness", d) for d in (0.02, 0.05, 0.10)],
-    *[(f"faithfulness -{d:.2f}", "faithfulness", d) for d in (0.02, 0.05, 0.10)],
-    *[(f"forgetfulness +{d:.2f}", "forgetfulness", d) for d in (0.05, 0.10)],
-]
-
-
-def cell(args: tuple[str, int, str, str | None, float, int, int]) -> tuple[str, str, float, float, float, float | None]:
-    suite, runs, label, metric, d, trials, seed = args
-    s = shape(suite)
-    healthy = Bot.healthy(s)
-    bot = healthy.changed(metric, d)
-    rng = np.random.default_rng(seed)
-    band = paired = looks = 0
+def cell(args: tuple[str, Change, list[Run], list[Run], int, int, int]) -> dict[str, object]:
+    suite, change, healthy, pool, n_base, trials, seed = args
+    gate = gate_of(suite)
+    rng = random.Random(seed)
+    band = paired = looks = safety = first = 0
+    causes: Counter[str] = Counter()
     mdrs = []
     for _ in range(trials):
-        base = [healthy.run(s, rng) for _ in range(runs)]  # a fresh baseline each trial: its own noise counts too
-        stored = {m: record(base, m) for m in GATE}
-        band += decide(stored, bot, s, "band", rng)[0]
-        flagged, n = decide(stored, bot, s, "band+paired", rng)
-        paired += flagged
-        looks += n
-        if metric is not None:  # the plugin's own power figure for the changed metric, as the report prints it
-            mdrs.append(power(baseline_table(stored[metric]), GATE[metric], alpha_for_look(MAX_RERUNS), metrics=len(GATE)).mdr or 0.0)
-    return suite, label, band / trials, paired / trials, looks / trials, float(np.mean(mdrs)) if mdrs else None
+        picks = rng.sample(range(len(healthy)), n_base + 1 + MAX_RERUNS)  # baseline and PR runs never share a run number
+        base = [healthy[i] for i in picks[:n_base]]
+        pr = [pool[i] for i in picks[n_base:]]
+        stored = {m: record(base, m, tol) for m, tol in gate.items()}
+        band += decide(stored, gate, suite, pr, "band").flagged
+        v = decide(stored, gate, suite, pr, "band+paired")
+        paired += v.flagged
+        looks += v.looks
+        safety += v.unsafe
+        first += v.first_significant
+        causes.update(v.causes)
+        if change.metric is not None:  # the plugin's own power figure for the changed metric, as the report prints it
+            noisy = sum(1 for m in gate if m != UNPAIRED and stored[m].max - stored[m].min > 1e-9) or 1
+            mdrs.append(power(baseline_table(stored[change.metric]), gate[change.metric], alpha_for_look(MAX_RERUNS),
+                              metrics=noisy).mdr or 0.0)
+    drop = None  # the change the pools show: the changed pool's mean minus the healthy pool's
+    if change.metric is not None:
+        drop = float(np.mean([r.values[change.metric] for r in pool]) - np.mean([r.values[change.metric] for r in healthy]))
+    n_convs = len(healthy[0].tables[change.metric or "correctness"])
+    return {
+        "suite": suite, "label": change.label, "drop": drop, "band": band / trials, "paired": paired / trials,
+        "looks": looks / trials, "mdr": float(np.mean(mdrs)) if mdrs else None, "safety": safety / trials, "n": n_convs,
+        "first": first / trials, "causes": {k: c / trials for k, c in causes.most_common()},
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--trials", type=int, default=200, help="simulated PRs per row")
+    ap.add_argument("--pool", type=int, default=100, help="scored runs per suite and condition")
     ap.add_argument("--runs", type=int, default=5, help="baseline runs")
     ap.add_argument("--suites", default="core,extended")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
-    jobs = [
-        (suite, a.runs, label, metric, d, a.trials, 1000 * k + 17)
-        for suite in a.suites.split(",")
-        for k, (label, metric, d) in enumerate(CASES)
-    ]
+    if a.pool < a.runs + 1 + MAX_RERUNS:
+        ap.error(f"--pool must be at least --runs + {1 + MAX_RERUNS}")
+    suites = a.suites.split(",")
     t0 = time.perf_counter()
+    for s in suites:
+        check_record(s, gate_of(s))
+    keys = [(s, i) for s in suites for i in range(len(CHANGES))]
     with ProcessPoolExecutor(a.workers) as ex:
+        pools = dict(zip(keys, ex.map(build_pool, [(s, a.pool, CHANGES[i].rates[s]) for s, i in keys]), strict=True))
+        t1 = time.perf_counter()
+        jobs = [(s, CHANGES[i], pools[(s, 0)], pools[(s, i)], a.runs, a.trials, 1000 * i + 17) for s, i in keys]
         rows = list(ex.map(cell, jobs))
-    for suite in a.suites.split(","):
-        s = shape(suite)
-        print(f"\n{suite}: {len(s.ids)} conversations, {int(s.turns.sum())} turns; baseline {a.runs} runs; {a.trials} PRs per row")
-    print()
-    print("| suite | change | band: flagged | band+paired: flagged | band+paired: runs per PR | detectable drop (report) |")
-    print("|---|---|---|---|---|---|")
-    for suite, label, band, paired, looks, mdr in rows:
-        print(f"| {suite} | {label} | {band:.1%} | {paired:.1%} | {looks:.2f} | {'-' if mdr is None else f'{mdr:.3f}'} |")
-    print(f"\n({time.perf_counter() - t0:.0f} s; tolerances: correctness, faithfulness 0.03; forgetfulness 0.05)")
+    print(f"\nexample bot, EXAMPLE_RAG_TEMPERATURE={TEMPERATURE}; pools of {a.pool} scored runs per suite and condition; "
+          f"baseline {a.runs} runs; {a.trials} PRs per row; gate.inconclusive = rerun ({MAX_RERUNS} reruns)\n")
+    print("| suite | change | measured change | conversations | band: flagged | band+paired: flagged "
+          "| band+paired: runs per PR | detectable drop (report) | safety alone fails |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        drop = "-" if r["drop"] is None else f"{r['drop']:+.3f}"
+        mdr = "-" if r["mdr"] is None else f"{r['mdr']:.3f}"
+        print(f"| {r['suite']} | {r['label']} | {drop} | {r['n']} | {r['band']:.1%} | {r['paired']:.1%} | {r['looks']:.2f} "
+              f"| {mdr} | {r['safety']:.1%} |")
+    for r in rows:
+        if r["label"].startswith("healthy"):
+            print(f"\n{r['suite']}, healthy: a drop significant at the first look in {r['first']:.1%} of PRs (the family's "
+                  f"level {alpha_for_look(MAX_RERUNS):.1%}); false alarms by row: "
+                  + ("; ".join(f"{k} {v:.1%}" for k, v in r["causes"].items()) or "none"))  # type: ignore[attr-defined]
+    print(f"\n(pools {t1 - t0:.0f} s, decisions {time.perf_counter() - t1:.0f} s; tolerances: "
+          + ", ".join(f"{m} {t:g}" for m, t in gate_of(suites[0]).items()) + ")")
 
 
 if __name__ == "__main__":
