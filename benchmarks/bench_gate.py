@@ -24,9 +24,12 @@ What runs, and what is simulated:
   (the plugin's pipeline: the scripted golden conversations, the stand-alone
   forgetfulness probe, the offline metrics) on the example's config, for the
   core (30 conversations, 57 turns) and extended (126, 247) suites.
-  ``--pool`` runs (default 100) are precomputed per suite and condition, with
-  the run numbers 0, 1, ... (so different sampling draws); a pytest session
-  per simulated PR would be too slow.
+  Pools of scored runs are precomputed (a pytest session per simulated PR
+  would be too slow): per suite, ``--pool`` (100) runs of each changed
+  condition (run numbers 0, 1, ...: different sampling draws) and
+  ``--healthy-pools`` (3) times as many healthy ones (base seeds
+  ``EXAMPLE_RAG_SEED`` 0, 1, 2), as the healthy pool feeds every baseline and
+  the false-alarm rows.
 - **Injected changes** are the bot's seeded fault knobs
   (``example_rag/faults.py``): ``EXAMPLE_RAG_BREAK_RATE`` (an answer from the
   wrong passage: correctness), ``EXAMPLE_RAG_MEMORY_RATE`` (a "memory"
@@ -53,7 +56,9 @@ What runs, and what is simulated:
 
 A PR is "flagged" when any gated metric of the suite fails in the end. The
 pools are finite, so trials share runs: the rates are those of this bot, with
-a little more sampling error than independent trials would have.
+more sampling error than independent trials would have (a rare event such as
+a false alarm has about as much information as the number of distinct PR runs,
+300 for the healthy rows, not the 600 trials).
 """
 
 from __future__ import annotations
@@ -126,15 +131,16 @@ def gate_of(suite: str) -> dict[str, float]:
     return load_config(CONFIG).gated_metrics(suite)
 
 
-def scored(suite: str, rates: dict[str, float], runs: int) -> list[Conversation]:
-    """``runs`` runs of the suite, as the plugin runs and scores them."""
+def scored(suite: str, rates: dict[str, float], runs: int, seed: int = 0) -> list[Conversation]:
+    """``runs`` runs of the suite, as the plugin runs and scores them (``seed``:
+    ``EXAMPLE_RAG_SEED``, the base seed of every draw)."""
     from example_rag import BotConfig, HelpCentreBot
     from example_rag.faults import Faults
 
     from pytest_ragdive.api import run_suite
 
     convs: list[Conversation] = []
-    bot = HelpCentreBot(BotConfig(temperature=TEMPERATURE, faults=Faults(**rates)))
+    bot = HelpCentreBot(BotConfig(temperature=TEMPERATURE, seed=seed, faults=Faults(**rates)))
     run_suite(bot, load_config(CONFIG), suite, runs=runs, conversations=convs)
     bad = [c.id for c in convs if c.error is not None]
     if bad:
@@ -157,9 +163,9 @@ def compact(suite: str, convs: Sequence[Conversation], gate: dict[str, float]) -
     return out
 
 
-def build_pool(args: tuple[str, int, dict[str, float]]) -> list[Run]:
-    suite, runs, rates = args
-    return compact(suite, scored(suite, rates, runs), gate_of(suite))
+def build_pool(args: tuple[str, int, dict[str, float], int]) -> list[Run]:
+    suite, runs, rates, seed = args
+    return compact(suite, scored(suite, rates, runs, seed), gate_of(suite))
 
 
 def record(runs: Sequence[Run], metric: str, tol: float) -> BaselineMetric:
@@ -234,9 +240,12 @@ def cell(args: tuple[str, Change, list[Run], list[Run], int, int, int]) -> dict[
     causes: Counter[str] = Counter()
     mdrs = []
     for _ in range(trials):
-        picks = rng.sample(range(len(healthy)), n_base + 1 + MAX_RERUNS)  # baseline and PR runs never share a run number
-        base = [healthy[i] for i in picks[:n_base]]
-        pr = [pool[i] for i in picks[n_base:]]
+        # pool[j] and healthy[j] share their seeds (run number and base seed): a baseline
+        # and its PR never share one, as a real LLM does not repeat its draws
+        picks = rng.sample(range(len(pool)), 1 + MAX_RERUNS)
+        base_idx = rng.sample(sorted(set(range(len(healthy))) - set(picks)), n_base)
+        base = [healthy[i] for i in base_idx]
+        pr = [pool[i] for i in picks]
         stored = {m: record(base, m, tol) for m, tol in gate.items()}
         band += decide(stored, gate, suite, pr, "band").flagged
         v = decide(stored, gate, suite, pr, "band+paired")
@@ -249,9 +258,10 @@ def cell(args: tuple[str, Change, list[Run], list[Run], int, int, int]) -> dict[
             noisy = sum(1 for m in gate if m != UNPAIRED and stored[m].max - stored[m].min > 1e-9) or 1
             mdrs.append(power(baseline_table(stored[change.metric]), gate[change.metric], alpha_for_look(MAX_RERUNS),
                               metrics=noisy).mdr or 0.0)
-    drop = None  # the change the pools show: the changed pool's mean minus the healthy pool's
+    drop = None  # the change the pools show: the changed pool's mean minus the healthy runs' of the same seeds
     if change.metric is not None:
-        drop = float(np.mean([r.values[change.metric] for r in pool]) - np.mean([r.values[change.metric] for r in healthy]))
+        same = healthy[: len(pool)]
+        drop = float(np.mean([r.values[change.metric] for r in pool]) - np.mean([r.values[change.metric] for r in same]))
     n_convs = len(healthy[0].tables[change.metric or "correctness"])
     return {
         "suite": suite, "label": change.label, "drop": drop, "band": band / trials, "paired": paired / trials,
@@ -262,26 +272,33 @@ def cell(args: tuple[str, Change, list[Run], list[Run], int, int, int]) -> dict[
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=200, help="simulated PRs per row")
-    ap.add_argument("--pool", type=int, default=100, help="scored runs per suite and condition")
+    ap.add_argument("--trials", type=int, default=200, help="simulated PRs per row of an injected change")
+    ap.add_argument("--healthy-trials", type=int, default=600, help="simulated PRs of the false-alarm rows")
+    ap.add_argument("--pool", type=int, default=100, help="scored runs per suite and changed condition")
+    ap.add_argument("--healthy-pools", type=int, default=3, help="healthy pools of --pool runs (base seeds 0, 1, ...)")
     ap.add_argument("--runs", type=int, default=5, help="baseline runs")
     ap.add_argument("--suites", default="core,extended")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
-    if a.pool < a.runs + 1 + MAX_RERUNS:
-        ap.error(f"--pool must be at least --runs + {1 + MAX_RERUNS}")
+    if a.pool < a.runs + 2 * (1 + MAX_RERUNS) or a.healthy_pools < 1:
+        ap.error(f"--pool must be at least --runs + {2 * (1 + MAX_RERUNS)}, --healthy-pools at least 1")
     suites = a.suites.split(",")
     t0 = time.perf_counter()
     for s in suites:
         check_record(s, gate_of(s))
-    keys = [(s, i) for s in suites for i in range(len(CHANGES))]
+    keys = [(s, i, seed) for s in suites for i in range(len(CHANGES)) for seed in range(a.healthy_pools if i == 0 else 1)]
     with ProcessPoolExecutor(a.workers) as ex:
-        pools = dict(zip(keys, ex.map(build_pool, [(s, a.pool, CHANGES[i].rates[s]) for s, i in keys]), strict=True))
+        parts = dict(zip(keys, ex.map(build_pool, [(s, a.pool, CHANGES[i].rates[s], seed) for s, i, seed in keys]), strict=True))
+        pools = {(s, i): [r for k in keys if k[:2] == (s, i) for r in parts[k]] for s, i, _ in keys}
         t1 = time.perf_counter()
-        jobs = [(s, CHANGES[i], pools[(s, 0)], pools[(s, i)], a.runs, a.trials, 1000 * i + 17) for s, i in keys]
+        jobs = [
+            (s, CHANGES[i], pools[(s, 0)], pools[(s, i)], a.runs, a.healthy_trials if i == 0 else a.trials, 1000 * i + 17)
+            for s, i in pools
+        ]
         rows = list(ex.map(cell, jobs))
-    print(f"\nexample bot, EXAMPLE_RAG_TEMPERATURE={TEMPERATURE}; pools of {a.pool} scored runs per suite and condition; "
-          f"baseline {a.runs} runs; {a.trials} PRs per row; gate.inconclusive = rerun ({MAX_RERUNS} reruns)\n")
+    print(f"\nexample bot, EXAMPLE_RAG_TEMPERATURE={TEMPERATURE}; pools of scored runs per suite: healthy "
+          f"{a.pool * a.healthy_pools}, each change {a.pool}; baseline {a.runs} runs; PRs per row: healthy "
+          f"{a.healthy_trials}, changes {a.trials}; gate.inconclusive = rerun ({MAX_RERUNS} reruns)\n")
     print("| suite | change | measured change | conversations | band: flagged | band+paired: flagged "
           "| band+paired: runs per PR | detectable drop (report) | safety alone fails |")
     print("|---|---|---|---|---|---|---|---|---|")

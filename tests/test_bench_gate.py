@@ -25,8 +25,8 @@ def test_bench_gate_records_and_decides_like_the_plugin() -> None:
     gate = b.gate_of("core")
     assert "safety_pass_rate" in gate and "correctness" in gate
     b.check_record("core", gate)  # raises when the stored baseline differs from build_baseline's
-    healthy = b.build_pool(("core", 8, {}))
-    broken = b.build_pool(("core", 8, {"break_rate": 1.0}))
+    healthy = b.build_pool(("core", 8, {}, 0))
+    broken = b.build_pool(("core", 8, {"break_rate": 1.0}, 0))
     change = b.Change("correctness -0.79", "correctness", 0.79, {"core": {"break_rate": 1.0}})
     row = b.cell(("core", change, healthy, broken, 5, 3, 1))
     assert row["band"] == row["paired"] == 1.0 and row["looks"] == 1.0  # significant at once: no rerun

@@ -19,11 +19,13 @@ from pytest_ragdive.paired import (
     paired_tests,
     power,
     spread,
+    t_pvalue,
     table,
     unstable,
     worse,
 )
 from pytest_ragdive.records import Conversation, Turn
+from pytest_ragdive.tdist import t_cdf, t_ppf
 
 
 def cv(*vals: float, count: int = 1) -> list[ConvValue]:
@@ -99,7 +101,7 @@ def test_holm_step_down() -> None:
 
 def test_holm_applies_to_the_suites_metrics_in_the_paired_test() -> None:
     base = {f"c{i:02d}": cv(0.7, 0.9) for i in range(30)}
-    small = {f"c{i:02d}": cv(0.66 if i % 2 else 0.88) for i in range(30)}  # drop 0.03, p just under 0.05
+    small = {f"c{i:02d}": cv((0.64 if i % 2 else 0.88) + 0.004 * (i % 7 - 3)) for i in range(30)}  # drop 0.04, p 0.04
     none = {f"c{i:02d}": cv(0.6 if i % 2 else 1.0) for i in range(30)}  # no drop, noisy
     alone = paired_tests({"m": pair(base, small, "higher")}, {"m": 0.1})["m"]
     both = paired_tests({"m": pair(base, small, "higher"), "n": pair(base, none, "higher")}, {"m": 0.1, "n": 0.1})
@@ -155,14 +157,16 @@ def test_pooled_rerun_decides_an_inconclusive_first_look() -> None:
 
 
 def test_power_figure() -> None:
-    z = NormalDist().inv_cdf
+    def z(p: float) -> float:  # Student's t with 49 degrees of freedom (50 conversations), as the test uses
+        return t_ppf(p, 49)
+
     base = {f"c{i:02d}": cv(0.6, 1.0) for i in range(50)}  # s^2 = 0.08 per conversation, 2 runs
     se = math.sqrt(50 * 0.08 * (1 + 1 / 2)) / 50
     pw = power(base, 0.05, 0.05)
     assert pw.se == pytest.approx(se)
     assert pw.mdr == pytest.approx((z(0.95) + z(0.8)) * se)
-    assert pw.mdr == pytest.approx(0.1218, abs=1e-4)
-    assert pw.too_small and pw.conversations_needed == math.ceil(50 * (pw.mdr / 0.05) ** 2) == 297
+    assert pw.mdr == pytest.approx(0.1237, abs=1e-4)  # (1.6766 + 0.8490) * se; the normal's 1.6449 + 0.8416 gave 0.1218
+    assert pw.too_small and pw.conversations_needed == math.ceil(50 * (pw.mdr / 0.05) ** 2) == 307
     assert pw.runs_needed is None  # two baseline runs bound the noise from below: more PR runs cannot do it
     # Holm's strictest level with 3 metrics
     assert power(base, 0.05, 0.05, metrics=3).mdr == pytest.approx((z(1 - 0.05 / 3) + z(0.8)) * se)
@@ -187,3 +191,29 @@ def test_spread_unstable_and_what_got_worse() -> None:
     assert [r.id for r in rows] == ["b", "a"]  # b: 0.5 x 3 turns outweighs a: 1.0 x 1
     assert rows[0].contribution == pytest.approx(1.5 / 5) and rows[1].contribution == pytest.approx(1.0 / 5)
     assert rows[1].drop == 1.0
+
+
+def test_student_t_matches_the_tables() -> None:
+    assert t_ppf(0.975, 9) == pytest.approx(2.262157, abs=1e-6)
+    assert t_ppf(0.95, 4) == pytest.approx(2.131847, abs=1e-6)
+    assert t_ppf(0.995, 29) == pytest.approx(2.756386, abs=1e-6)
+    assert t_ppf(0.00556, 29) == pytest.approx(-2.712222, abs=1e-5)
+    assert t_cdf(-2.0, 5) == pytest.approx(0.0509697, abs=1e-7)
+    assert t_cdf(0.0, 3) == pytest.approx(0.5) and t_cdf(1.0, 1) == pytest.approx(0.75)  # Cauchy
+    assert t_ppf(0.95, 10_000) == pytest.approx(NormalDist().inv_cdf(0.95), abs=1e-3)  # tends to the normal
+
+
+def test_small_samples_get_students_levels() -> None:
+    """The bounds are read at Phi(t_{n-1}^{-1}(q)) of the scaled bootstrap, the p-value on
+    Student's scale: with 10 conversations the 95% bound is about t_9 / z = 1.12 times
+    farther from the drop than the normal bound, and a p-value of 0.01 becomes 0.0225."""
+    drops = [0.1 * math.sin(1.3 * i) + 0.02 for i in range(10)]
+    p = pair({f"c{i}": cv(1.0, 0.9) for i in range(10)}, {f"c{i}": cv(0.95 - d) for i, d in enumerate(drops)}, "higher")
+    assert not p.noise_free
+    r = paired_tests({"m": p}, {"m": 0.5})["m"]
+    b = bootstrap(p.drops, p.weights)
+    plain = float(b[int(0.95 * len(b))]) - r.drop  # the scaled bootstrap's own 95% quantile
+    assert (r.high - r.drop) / plain == pytest.approx(t_ppf(0.95, 9) / NormalDist().inv_cdf(0.95), rel=0.03)
+    assert r.p_drop == pytest.approx(t_pvalue(float((b <= 1e-9).mean()), 9))
+    assert t_pvalue(0.01, 9) == pytest.approx(t_cdf(NormalDist().inv_cdf(0.01), 9)) and 0.022 < t_pvalue(0.01, 9) < 0.023
+    assert t_pvalue(0.0, 9) == 0.0 and t_pvalue(1.0, 9) == 1.0 and t_pvalue(0.2, 0) == 0.2
