@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
+from .loop_executor import ClosingExecutor
 from .records import Conversation, Turn
 from .target import AsyncTarget, make_call_info
 
@@ -27,6 +28,10 @@ class BackgroundLoop:
 
     def __init__(self, concurrency: int) -> None:
         self._loop = asyncio.new_event_loop()
+        self._closed = False
+        # litellm's calls in the executor return coroutines; one abandoned by a cancel is closed, not left unawaited
+        self._executor = ClosingExecutor(thread_name_prefix="ragdive-executor")
+        self._loop.set_default_executor(self._executor)
         self._thread = threading.Thread(target=self._run, name="ragdive-loop", daemon=True)
         self._concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
@@ -52,6 +57,8 @@ class BackgroundLoop:
                 # would kill the loop thread and leave the future pending forever
                 raise RuntimeError(f"{type(e).__name__} raised inside a conversation: {e!r}") from e
 
+        if self._closed:
+            raise RuntimeError("the ragdive event loop has stopped")
         return asyncio.run_coroutine_threadsafe(run(), self._loop)
 
     def slot(self) -> asyncio.Semaphore:
@@ -62,14 +69,15 @@ class BackgroundLoop:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run one coroutine on the loop without the conversation bound."""
-        if not self._loop.is_running():
+        if self._closed:
             coro.close()  # never scheduled: close it, or Python warns it "was never awaited"
             raise RuntimeError("the ragdive event loop has stopped")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def close(self) -> None:
-        if not self._loop.is_running():
+        if self._closed:
             return
+        self._closed = True
 
         async def _cancel_all() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -83,6 +91,9 @@ class BackgroundLoop:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if not self._thread.is_alive():
+            self._loop.close()  # else ResourceWarning: unclosed event loop
 
 
 def record_error(conv: Conversation, exc: BaseException, where: str) -> None:

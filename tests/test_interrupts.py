@@ -134,3 +134,78 @@ def test_a_coroutine_sent_to_a_stopped_loop_is_closed_not_left_unawaited(recwarn
         loop.run(finalise(), timeout=1)
     gc.collect()
     assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+# -- an executor call abandoned by a cancel (litellm's acompletion) ------------------------------
+
+
+def test_an_abandoned_executor_call_closes_the_coroutine_it_returns() -> None:
+    import asyncio
+    import inspect
+
+    from pytest_ragdive.loop_executor import ClosingExecutor
+
+    made: list[object] = []
+    release = threading.Event()
+
+    async def inner() -> str:
+        return "never run"
+
+    def build() -> object:  # what litellm's completion() does for an async provider
+        release.wait(5)
+        coro = inner()
+        made.append(coro)
+        return coro
+
+    async def caller(executor: ClosingExecutor) -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(executor)
+        task = asyncio.ensure_future(loop.run_in_executor(None, build))
+        await asyncio.sleep(0.01)
+        task.cancel()  # while build() runs: asyncio will drop what it returns
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    executor = ClosingExecutor(max_workers=1)
+    asyncio.run(caller(executor))
+    executor.shutdown(wait=True)
+    assert len(made) == 1 and inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED  # type: ignore[arg-type]
+
+    # the cancel after the call returned (before asyncio copied the result): closed too
+    made.clear()
+    with ClosingExecutor(max_workers=1) as executor:
+        fut = executor.submit(build)
+        fut.result(timeout=5)
+        assert not fut.cancel()
+    assert len(made) == 1 and inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED  # type: ignore[arg-type]
+
+
+def test_a_litellm_call_cancelled_early_leaves_no_unawaited_coroutine(recwarn: pytest.WarningsRecorder) -> None:
+    import asyncio
+    import gc
+
+    pytest.importorskip("litellm")
+    from pytest_ragdive.llm.transport import LiteLLMTransport, Request
+    from pytest_ragdive.runner import BackgroundLoop
+
+    with FakeLLMServer(latency_s=0.5) as server:
+        transport = LiteLLMTransport(server.url)
+        loop = BackgroundLoop(concurrency=4)
+
+        async def cancelled_calls() -> None:
+            for delay in (0.0, 0.001, 0.005, 0.02, 0.05):
+                req = Request(messages=[{"role": "user", "content": "hi"}], params={}, mode=None)
+                task = asyncio.ensure_future(transport.send("openai/fake-model", req, "sk-x", 5))
+                await asyncio.sleep(delay)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            await asyncio.sleep(0.3)
+            await transport.aclose()
+
+        try:
+            loop.run(cancelled_calls(), timeout=30)
+        finally:
+            loop.close()
+    gc.collect()
+    assert not [str(w.message) for w in recwarn if "never awaited" in str(w.message)]
