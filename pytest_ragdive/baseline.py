@@ -108,7 +108,8 @@ class GateRow(BaseModel):
             return ""
         text = (
             f"paired drop {round(p.drop, 4) + 0.0:+.4f} over {p.n} conversation(s) x {self.runs} run(s), "
-            f"one-sided bounds {p.low:+.4f} ({1 - p.level:.1%}) to {p.high:+.4f} ({1 - p.alpha:.1%})"
+            f"one-sided bounds {round(p.low, 4) + 0.0:+.4f} ({1 - p.level:.1%}) to {round(p.high, 4) + 0.0:+.4f} "
+            f"({1 - p.alpha:.1%})"
         )
         if self.band_verdict is not None and self.band_verdict != self.verdict:
             text += f", band alone: {self.band_verdict}"

@@ -217,3 +217,16 @@ def test_small_samples_get_students_levels() -> None:
     assert r.p_drop == pytest.approx(t_pvalue(float((b <= 1e-9).mean()), 9))
     assert t_pvalue(0.01, 9) == pytest.approx(t_cdf(NormalDist().inv_cdf(0.01), 9)) and 0.022 < t_pvalue(0.01, 9) < 0.023
     assert t_pvalue(0.0, 9) == 0.0 and t_pvalue(1.0, 9) == 1.0 and t_pvalue(0.2, 0) == 0.2
+
+
+def test_the_paired_text_never_prints_a_negative_zero() -> None:
+    from pytest_ragdive.baseline import GateRow
+    from pytest_ragdive.paired import PairedResult
+
+    tiny = -1e-17  # what float sums of equal values leave behind
+    paired = PairedResult(n=30, drop=tiny, low=tiny, high=tiny, p_drop=1.0, level=0.017, alpha=0.017,
+                          significant=False, within=True, noise_free=True)
+    row = GateRow(suite="core", metric="answer_f1", direction="higher", baseline_mean=0.77, band_low=0.74,
+                  band_high=0.80, tolerance=0.03, current=0.77, delta=tiny, verdict="pass", paired=paired)
+    assert "-0.0000" not in row.paired_text + row.delta_text
+    assert "bounds +0.0000 (98.3%) to +0.0000 (98.3%)" in row.paired_text
