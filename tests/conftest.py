@@ -127,3 +127,12 @@ def llm_project(pytester: pytest.Pytester, corpus: list[dict[str, str]], *, llm:
             f"{textwrap.dedent(top)}\n[tool.ragdive.llm]\n{textwrap.dedent(llm)}\n{textwrap.dedent(rest)}"
         ),
     )
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that a test will interrupt: SIGINT back to its default,
+    so Python installs its own handler even when the suite runs as a background job
+    (which starts with SIGINT ignored)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import llm_project
+from conftest import default_sigint, llm_project
 from test_plugin_llm import CORPUS, scripted
 
 from pytest_ragdive.interrupts import FORCED_EXIT, InterruptGuard
@@ -43,6 +43,7 @@ def _interrupt(pytester: pytest.Pytester, transport: str, presses: int) -> tuple
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", "--ragdive-suite=core", "-p", "no:cacheprovider", "-p", "no:xdist"],
             cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=default_sigint,
         )
         try:
             deadline = time.monotonic() + 90
@@ -87,7 +88,7 @@ def test_a_second_ctrl_c_while_shutting_down_quits_with_one_line(pytester: pytes
 
 def test_the_guard_only_replaces_pythons_default_handler() -> None:
     before = signal.getsignal(signal.SIGINT)
-    assert before is signal.default_int_handler  # pytest leaves Python's handler in place
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a foreground run
     guard = InterruptGuard()
     try:
         assert guard.install()
@@ -98,6 +99,7 @@ def test_the_guard_only_replaces_pythons_default_handler() -> None:
     finally:
         guard.uninstall()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signal.signal(signal.SIGINT, before)
 
     def own(signum: int, frame: object) -> None:  # a handler the user installed is left alone
         pass
@@ -116,7 +118,6 @@ def test_the_guard_is_not_installed_outside_the_main_thread() -> None:
     worker.start()
     worker.join()
     assert got == [False]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_a_coroutine_sent_to_a_stopped_loop_is_closed_not_left_unawaited(recwarn: pytest.WarningsRecorder) -> None:

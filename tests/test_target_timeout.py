@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import CONVS, PYPROJECT, SINGLE, TOY_CONFTEST
+from conftest import CONVS, PYPROJECT, SINGLE, TOY_CONFTEST, default_sigint
 
 from pytest_ragdive.errors import TargetError, TargetTimeout
 from pytest_ragdive.target import as_async
@@ -141,6 +141,7 @@ def _interrupt_a_hanging_run(pytester: pytest.Pytester, monkeypatch: pytest.Monk
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "--ragdive-baseline=b.json", "-p", "no:cacheprovider", "-p", "no:xdist"],
         cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
