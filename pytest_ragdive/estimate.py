@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .llm.prices import ModelPrice, PriceMap
 from .records import Context, Conversation, Document, Turn
 
 if TYPE_CHECKING:
@@ -66,15 +66,6 @@ class Assumptions(BaseModel):
     validator_prompt_tokens: int = 1200
     regeneration_rate: float = 0.25
     rejudge_rate: float = 0.25
-
-
-class ModelPrice(BaseModel):
-    """USD per token; the batch rates where the provider has a batch API."""
-
-    input: float
-    output: float
-    batch_input: float | None = None
-    batch_output: float | None = None
 
 
 class RoleEstimate(BaseModel):
@@ -394,48 +385,6 @@ def cache_lookup(cache: Any) -> Lookup:
 # prices
 
 
-_PREFIXES = ("openai/", "azure/", "anthropic/", "gemini/", "vertex_ai/", "bedrock/", "mistral/", "groq/")
-
-
-def load_price_table() -> dict[str, Any]:
-    """The price map litellm ships, read as JSON without importing litellm ({} without it)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("litellm")
-    except (ImportError, ValueError):
-        return {}
-    for loc in list(spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(loc, "model_prices_and_context_window_backup.json")
-        if os.path.isfile(path):
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    data = json.load(fh)
-            except (OSError, ValueError):
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}
-
-
 def price_map(table: Mapping[str, Any] | None = None) -> Callable[[str], ModelPrice | None]:
     """``price(model)`` over a price table (litellm's by default); None for an unknown model."""
-    loaded: list[Mapping[str, Any]] = [table] if table is not None else []
-
-    def price(model: str) -> ModelPrice | None:
-        if not loaded:
-            loaded.append(load_price_table())
-        tab = loaded[0]
-        entry = tab.get(model)
-        if entry is None:
-            entry = next((tab.get(model[len(p):]) for p in _PREFIXES if model.startswith(p)), None)
-        if not isinstance(entry, Mapping):
-            return None
-        inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-        if not isinstance(inp, (int, float)) or not isinstance(out, (int, float)):
-            return None
-        bi, bo = entry.get("input_cost_per_token_batches"), entry.get("output_cost_per_token_batches")
-        return ModelPrice(input=float(inp), output=float(out),
-                          batch_input=float(bi) if isinstance(bi, (int, float)) else None,
-                          batch_output=float(bo) if isinstance(bo, (int, float)) else None)
-
-    return price
+    return PriceMap(table).price

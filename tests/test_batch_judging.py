@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragdive.llm import LLMClient
-from pytest_ragdive.llm.transport import PriceMap
+from pytest_ragdive.llm.prices import PriceMap
 from pytest_ragdive.metrics.judged import judge_conversation
 from pytest_ragdive.records import Context, Conversation, Turn
 from pytest_ragdive.testing import FakeLLMServer, config_for

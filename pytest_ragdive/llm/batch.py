@@ -27,7 +27,8 @@ from typing import Any
 
 from ..errors import BatchUnavailable
 from .cache import CachedResponse
-from .transport import OPENAI_DEFAULT_BASE, PriceMap, Request, api_model_name
+from .prices import PriceMap
+from .transport import OPENAI_DEFAULT_BASE, Request, api_model_name
 
 DONE = ("completed", "failed", "expired", "cancelled")
 

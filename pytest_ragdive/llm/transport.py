@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..errors import FatalTransportError as _Fatal
 from ..errors import TransientTransportError as _Transient
 from .cache import CachedResponse
+from .prices import PriceMap
 
 MAX_RETRY_AFTER_S = 60.0
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
@@ -223,53 +224,6 @@ def _import_litellm() -> Any:
     litellm.disable_end_user_cost_tracking = True
     litellm.disable_add_user_agent_to_request_tags = True
     return litellm
-
-
-class PriceMap:
-    """Per-token prices from the price map that litellm ships (read as JSON,
-    without importing litellm), for the lean HTTP path. Unknown models are
-    priced None."""
-
-    def __init__(self) -> None:
-        self._prices: dict[str, Any] | None = None
-
-    def _load(self) -> dict[str, Any]:
-        if self._prices is None:
-            self._prices = {}
-            try:
-                import importlib.util
-
-                spec = importlib.util.find_spec("litellm")
-                locations = list(spec.submodule_search_locations or []) if spec else []
-                for loc in locations:
-                    path = os.path.join(loc, "model_prices_and_context_window_backup.json")
-                    if os.path.isfile(path):
-                        with open(path, encoding="utf-8") as fh:
-                            self._prices = json.load(fh)
-                        break
-            except (OSError, ValueError, ImportError):
-                self._prices = {}
-        return self._prices
-
-    def cost(self, model: str, pt: int, ct: int, *, batch: bool = False) -> float | None:
-        """USD of a request; ``batch``: at the batch rate where the map has one (else the normal rate)."""
-        prices = self._load()
-        entry = prices.get(model)
-        if entry is None:
-            for p in _STRIP_PREFIXES:
-                if model.startswith(p):
-                    entry = prices.get(model[len(p) :])
-                    break
-        if not isinstance(entry, dict):
-            return None
-        inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-        if batch:
-            bi, bo = entry.get("input_cost_per_token_batches"), entry.get("output_cost_per_token_batches")
-            if isinstance(bi, (int, float)) and isinstance(bo, (int, float)):
-                inp, out = bi, bo
-        if not isinstance(inp, (int, float)) or not isinstance(out, (int, float)):
-            return None
-        return pt * float(inp) + ct * float(out)
 
 
 def api_model_name(model: str) -> str:
