@@ -53,6 +53,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .testing_replies import default_handler, example_from_schema
+
 if TYPE_CHECKING:
     from .config import RagdiveConfig
     from .testing_batch import BatchOutcome
@@ -81,58 +83,6 @@ FAKE_KEY_VALUE = "sk-ragdive-fake-key"
 
 MALFORMED_CONTENT = 'Sure! Here is the JSON you asked for: {"answer": '
 SCHEMA_FAULT_CONTENT = {"ragdive_fake_wrong_field": "this object breaks the schema"}
-
-
-# --------------------------------------------------------------------------
-# default scripting
-
-
-def example_from_schema(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A minimal instance of a JSON schema (enough for pydantic models' schemas)."""
-    defs = defs if defs is not None else schema.get("$defs", {})
-    if "$ref" in schema:
-        ref = schema["$ref"].split("/")[-1]
-        return example_from_schema(defs.get(ref, {}), defs)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in schema and schema[key]:
-            options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return example_from_schema(options[0], defs)
-    typ = schema.get("type")
-    if isinstance(typ, list):
-        typ = next((t for t in typ if t != "null"), "null")
-    if typ == "object" or "properties" in schema:
-        props = schema.get("properties", {})
-        return {k: example_from_schema(v, defs) for k, v in props.items()}
-    if typ == "array":
-        return []
-    if typ == "string":
-        return "fake"
-    if typ == "integer":
-        return 0
-    if typ == "number":
-        return 0.0
-    if typ == "boolean":
-        return True
-    return None
-
-
-def default_handler(body: dict[str, Any]) -> str | dict[str, Any]:
-    """Echo for text calls; a minimal schema instance when a json_schema is requested."""
-    rf = body.get("response_format") or {}
-    if rf.get("type") == "json_schema":
-        schema = (rf.get("json_schema") or {}).get("schema") or {}
-        return example_from_schema(schema) or {}
-    if rf.get("type") == "json_object":
-        return {}
-    msgs = body.get("messages") or []
-    last = msgs[-1].get("content", "") if msgs else ""
-    return f"echo: {last}" if isinstance(last, str) else "echo"
 
 
 def _tokens(text: str) -> int:
