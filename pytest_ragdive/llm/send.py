@@ -122,6 +122,14 @@ class Sender:
         self._breaker_of[(transport.name, model)] = breaker
         return breaker
 
+    def _failed(self, role: str, model: str, detail: str, attempts: int, status: int | None = None) -> LLMCallError:
+        """A failed call, counted, its message redacted (an error's text may quote the request)."""
+        self._stats.bump(role, model, errors=1)
+        return LLMCallError(
+            self.secrets.redact(f"LLM call failed for role {role}, model {model} {detail}"),
+            role=role, model=model, attempts=attempts, status=status,
+        )
+
     async def fetch(self, messages: list[dict[str, Any]], call: Call) -> CachedResponse:
         """Send with retries; account requests, tokens and cost."""
         role, model = call.role, call.model
@@ -189,39 +197,16 @@ class Sender:
                     )
                     tries.n -= 1
                     continue
-                self._stats.bump(role, model, errors=1)
-                raise LLMCallError(
-                    self.secrets.redact(f"LLM call failed for role {role}, model {model} ({transport.name}): {e}"),
-                    role=role,
-                    model=model,
-                    attempts=tries.n,
-                    status=e.status,
-                ) from None
+                raise self._failed(role, model, f"({transport.name}): {e}", tries.n, e.status) from None
             except LLMError:
                 self._stats.bump(role, model, errors=1)
                 raise
             except Exception as e:  # a transport's unexpected error: its text may quote the request
-                self._stats.bump(role, model, errors=1)
-                raise LLMCallError(
-                    self.secrets.redact(
-                        f"LLM call failed for role {role}, model {model} ({transport.name}): "
-                        f"{type(e).__name__}: {e}"
-                    ),
-                    role=role,
-                    model=model,
-                    attempts=tries.n,
-                ) from None
+                raise self._failed(role, model, f"({transport.name}): {type(e).__name__}: {e}", tries.n) from None
         if isinstance(out, Exhausted):
-            self._stats.bump(role, model, errors=1)
-            raise LLMCallError(
-                self.secrets.redact(
-                    f"LLM call failed for role {role}, model {model} ({transport.name}) "
-                    f"after {out.attempts} attempts: {out.error}"
-                ),
-                role=role,
-                model=model,
-                attempts=out.attempts,
-                status=out.error.status,
+            raise self._failed(
+                role, model, f"({transport.name}) after {out.attempts} attempts: {out.error}", out.attempts,
+                out.error.status,
             )
         cost = out.cost_usd
         self._stats.bump(
