@@ -38,22 +38,10 @@ sys.path.insert(0, str(ROOT))
 SERVER = r'''
 import json, re, sys
 from pytest_ragdive.testing import FakeLLMServer
+from pytest_ragdive.testing_replies import example_from_schema
 
 def example(schema, defs):
-    if "$ref" in schema:
-        return example(defs.get(schema["$ref"].split("/")[-1], {}), defs)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            opts = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return example(opts[0], defs)
-    if "enum" in schema:
-        return schema["enum"][0]
-    t = schema.get("type")
-    if t == "object" or "properties" in schema:
-        return {k: example(v, defs) for k, v in schema.get("properties", {}).items()}
-    if t == "array":
-        return [example(schema.get("items", {}), defs) for _ in range(2)]
-    return {"string": "a fake statement", "integer": 1, "number": 1.0, "boolean": True}.get(t, "fake")
+    return example_from_schema(schema, defs, fill=True)
 
 def schema_in(text):
     i = text.find("JSON Schema")

@@ -9,39 +9,41 @@ from typing import Any
 __all__ = ["default_handler", "example_from_schema"]
 
 
-def example_from_schema(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A minimal instance of a JSON schema (enough for pydantic models' schemas)."""
+_LEAVES = {"string": "fake", "integer": 0, "number": 0.0, "boolean": True}
+_FILLED_LEAVES = {"string": "a fake statement", "integer": 1, "number": 1.0, "boolean": True}
+
+
+def example_from_schema(schema: dict[str, Any], defs: dict[str, Any] | None = None, *, fill: bool = False) -> Any:
+    """A minimal instance of a JSON schema (enough for pydantic models' schemas).
+
+    ``fill``: an instance with content instead (two items in every array, a
+    sentence in every string, defaults ignored), for a benchmark whose judges
+    must have claims and statements to score."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
         ref = schema["$ref"].split("/")[-1]
-        return example_from_schema(defs.get(ref, {}), defs)
-    if "const" in schema:
+        return example_from_schema(defs.get(ref, {}), defs, fill=fill)
+    if "const" in schema and not fill:
         return schema["const"]
     if "enum" in schema:
         return schema["enum"][0]
-    if "default" in schema:
+    if "default" in schema and not fill:
         return schema["default"]
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema and schema[key]:
             options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return example_from_schema(options[0], defs)
+            return example_from_schema(options[0], defs, fill=fill)
     typ = schema.get("type")
     if isinstance(typ, list):
         typ = next((t for t in typ if t != "null"), "null")
     if typ == "object" or "properties" in schema:
         props = schema.get("properties", {})
-        return {k: example_from_schema(v, defs) for k, v in props.items()}
+        return {k: example_from_schema(v, defs, fill=fill) for k, v in props.items()}
     if typ == "array":
-        return []
-    if typ == "string":
-        return "fake"
-    if typ == "integer":
-        return 0
-    if typ == "number":
-        return 0.0
-    if typ == "boolean":
-        return True
-    return None
+        return [example_from_schema(schema.get("items", {}), defs, fill=fill) for _ in range(2)] if fill else []
+    if fill:
+        return _FILLED_LEAVES.get(str(typ), "fake")
+    return _LEAVES.get(str(typ))
 
 
 def default_handler(body: dict[str, Any]) -> str | dict[str, Any]:
