@@ -273,13 +273,14 @@ def estimate(
                     extra.extend(_Call(role, model, pt, assume.completion_tokens.get(role, 100), False)
                                  for _ in range(n))
             else:
-                assert plan.template is not None
+                template = plan.template
+                assert template is not None
                 before = previous.get(plan.key)
-                if before is not None and _same_inputs(before, plan.template):
+                if before is not None and _same_inputs(before, template):
                     conv = before.model_copy(deep=True)
                     suite.reused_answers += 1
                 else:
-                    conv = _placeholder(plan.template, assume)
+                    conv = _placeholder(template, assume)
             start = len(probe.calls)
             await judge_conversation(conv, probe, cfg, documents)  # type: ignore[arg-type]
             if cfg.judge_backend == "ragas":

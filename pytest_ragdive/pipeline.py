@@ -129,8 +129,9 @@ class Pipeline:
             elif plan.kind == "sharded":
                 conv = await self._run_sharded(plan, target)
             else:
-                assert plan.template is not None
-                conv = await run_scripted(plan.template.model_copy(deep=True), target, probe=cfg.forgetfulness_probe)
+                template = plan.template  # a fresh conversation
+                assert template is not None
+                conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe)
             if conv.error is None:
                 from .metrics.offline import score_conversation
 
@@ -145,8 +146,8 @@ class Pipeline:
         from .users.sharded import ReplyScorer, ShardedUser
 
         sc = self.cfg.suites[plan.suite]
-        assert plan.template is not None and plan.question is not None and plan.template.sharded is not None
-        conv = plan.template.model_copy(deep=True)
+        conv = plan.template  # a fresh conversation
+        assert conv is not None and plan.question is not None and conv.sharded is not None
         simulator = classifier = judge = None
         if self.cfg.llm_enabled():
             from .users.shard_simulator import LLMClassifier, LLMJudge, ShardSimulator
@@ -159,7 +160,7 @@ class Pipeline:
             if sc.sharded_judge and self.cfg.role_model("judge"):
                 judge = LLMJudge(client)
         scorer = ReplyScorer(require_answer_line=sc.sharded_answer_line, classifier=classifier, judge=judge)
-        user = ShardedUser(plan.question, plan.template.sharded.condition, scorer, simulator=simulator)
+        user = ShardedUser(plan.question, conv.sharded.condition, scorer, simulator=simulator)
         try:
             return await run_conversation(conv, user, target, probe=False)
         except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or classifier

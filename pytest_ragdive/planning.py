@@ -15,8 +15,11 @@ from .sources.sharded import ShardedQuestion, load_sharded
 
 
 class Plan(BaseModel):
-    """One planned conversation. ``template`` is the scripted conversation (not
-    yet run); ``spec`` is a generated conversation's plan (RAG-DIVE CG)."""
+    """One planned conversation. ``script`` is what its conversation is built from:
+    the golden row (shared by every run of it: a plan holds no conversation of its
+    own until it runs), a RAG-DIVE log's conversation, or a sharded question's
+    conversation under one condition; ``spec`` is a generated conversation's plan
+    (RAG-DIVE CG)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -24,9 +27,23 @@ class Plan(BaseModel):
     run: int
     conv_id: str
     kind: Literal["golden_single", "golden", "generated", "sharded"]
-    template: Conversation | None = None
+    script: golden.SingleTurnCase | golden.ScriptedConversation | Conversation | None = None
+    max_turns: int | None = None  # a scripted row's turns beyond this are not run
     spec: GeneratedSpec | None = None
-    question: ShardedQuestion | None = None  # sharded: the question; template carries the condition
+    question: ShardedQuestion | None = None  # sharded: the question; the script carries the condition
+
+    @property
+    def template(self) -> Conversation | None:
+        """The conversation to run, not yet run: a fresh one on every call (None for a
+        generated plan, whose conversation its simulator builds, and once released)."""
+        s = self.script
+        if isinstance(s, golden.SingleTurnCase):
+            return golden.single_turn_conversation(s, self.suite, self.run)
+        if isinstance(s, golden.ScriptedConversation):
+            return golden.scripted_conversation(s, self.suite, self.run, self.max_turns)
+        if isinstance(s, Conversation):
+            return s.model_copy(update={"run": self.run}, deep=True)
+        return None
 
     @property
     def key(self) -> str:
@@ -77,20 +94,11 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
     plans = []
     for run in range(runs):
         for c in singles:
-            plans.append(
-                Plan(suite=suite, run=run, conv_id=c.question_id, kind="golden_single",
-                     template=golden.single_turn_conversation(c, suite, run))
-            )
+            plans.append(Plan(suite=suite, run=run, conv_id=c.question_id, kind="golden_single", script=c))
         for s in scripted:
-            plans.append(
-                Plan(suite=suite, run=run, conv_id=s.id, kind="golden",
-                     template=golden.scripted_conversation(s, suite, run, sc.max_turns))
-            )
+            plans.append(Plan(suite=suite, run=run, conv_id=s.id, kind="golden", script=s, max_turns=sc.max_turns))
         for conv in logged:
-            plans.append(
-                Plan(suite=suite, run=run, conv_id=conv.id, kind="golden",
-                     template=conv.model_copy(update={"run": run}, deep=True))
-            )
+            plans.append(Plan(suite=suite, run=run, conv_id=conv.id, kind="golden", script=conv))
         for spec in gen_specs:
             plans.append(Plan(suite=suite, run=run, conv_id=spec.id, kind="generated", spec=spec))
     plans += _plan_sharded(sharded, sc.sharded_conditions, suite, max(runs, sc.sharded_runs))
@@ -104,7 +112,7 @@ def _plan_sharded(questions: list[ShardedQuestion], conditions: list[Any], suite
 
     return [
         Plan(suite=suite, run=run, conv_id=f"{q.id}.{cond}", kind="sharded", question=q,
-             template=sharded_conversation(q, cond, suite, run))
+             script=sharded_conversation(q, cond, suite, run))
         for run in range(runs)
         for q in questions
         for cond in conditions
@@ -173,8 +181,9 @@ def expected_turns(plan: Plan) -> int:
         condition = plan.conv_id.rsplit(".", 1)[-1]
         shards = len(plan.question.shards)
         return {"full": 1, "concat": 1, "recap": shards + 1}.get(condition, shards)
-    if plan.template is not None:
-        turns = plan.template.turns
+    conv = plan.template
+    if conv is not None:
+        turns = conv.turns
         return len(turns) + sum(1 for t in turns[1:] if t.standalone_question and t.standalone_question != t.rag_input)
     return plan.spec.turns if plan.spec is not None else 1
 

@@ -227,7 +227,7 @@ class RagdiveSession:
 
     def release(self, item: pytest.Item, plan: Plan, passed: bool) -> None:
         """The item of ``plan`` is reported: the pipeline's copy of its conversation can go,
-        and, when it passed, the plan's template too (only a failed item is ever run again,
+        and, when it passed, the plan's script too (only a failed item is ever run again,
         by a rerun plugin; the session's reruns plan afresh), unless a test of the user's
         asks for the same conversation (the ``ragdive_conversation`` fixture)."""
         if self._shared_results is None:
@@ -236,7 +236,7 @@ class RagdiveSession:
             return
         self.pipeline.release(plan.key)
         if passed and plan.kind in ("golden", "golden_single"):
-            plan.template = None
+            plan.script = None
 
     def fail_if_broken(self, conv: Conversation) -> None:
         """Fail the item of a conversation that errored, produced no turn or broke a

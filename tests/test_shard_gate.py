@@ -119,7 +119,7 @@ def test_a_shard_cannot_record_a_baseline(toy: pytest.Pytester) -> None:
 
 def _plan(i: int, turns: int) -> Plan:
     conv = Conversation(id=f"c{i:02d}", turns=[Turn(rag_input=f"q{k}") for k in range(turns)])
-    return Plan(suite="core", run=0, conv_id=conv.id, kind="golden", template=conv)
+    return Plan(suite="core", run=0, conv_id=conv.id, kind="golden", script=conv)
 
 
 def test_shards_partition_deterministically_and_balance_turns() -> None:
