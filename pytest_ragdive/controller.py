@@ -65,12 +65,16 @@ class _Collecting:
 
 
 
-def _attach_scores(rep: pytest.TestReport, conv: Conversation) -> None:
-    """Per-turn scores as a report section (-rA, and under a failure) and the key for -v."""
-    from .item_report import score_lines
-
+def _attach_scores(rep: pytest.TestReport, conv: Conversation, config: pytest.Config) -> None:
+    """Per-turn scores as a report section (under a failure, and for passes with -rP or
+    -rA: pytest keeps every report to the end, so a section nobody shows is not added)
+    and the key for -v."""
     rep.ragdive_key = conv.key  # type: ignore[attr-defined]
-    rep.sections.append(("ragdive scores", "\n".join(score_lines(conv))))
+    chars = config.getoption("reportchars", "") or ""
+    if rep.failed or "P" in chars or "A" in chars:
+        from .item_report import score_lines
+
+        rep.sections.append(("ragdive scores", "\n".join(score_lines(conv))))
 
 
 class _Concluding:
@@ -128,6 +132,9 @@ class _Concluding:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.guard is not None:
             self.guard.uninstall()
+        # concluded, reported and summarised: what is held goes before pytest's own
+        # clean-up collects garbage (several full passes over the heap)
+        self.sess.collected.clear()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         outcome = self.sess.outcome
@@ -163,7 +170,7 @@ class Central(_Collecting, _Concluding):
         conv = self.sess.take_result(item) if call.when == "call" else None
         if conv is not None:
             self.sess.collect(conv)
-            _attach_scores(rep, conv)
+            _attach_scores(rep, conv, item.config)
             self.sess.release(item, item.plan, rep.passed)  # type: ignore[attr-defined]
         return rep
 
@@ -202,7 +209,7 @@ class DistWorker(_Collecting):
         conv = self.sess.take_result(item) if call.when == "call" else None
         if conv is not None:
             rep.ragdive_conversation = conv.model_dump_json()
-            _attach_scores(rep, conv)
+            _attach_scores(rep, conv, item.config)
             self.sess.release(item, item.plan, rep.passed)  # type: ignore[attr-defined]
         return rep
 

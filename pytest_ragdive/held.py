@@ -77,6 +77,11 @@ class HeldConversations:
             self._stored[key] = (len(full), zlib.compress(full + conversation_body(conv).encode("utf-8"), 1))
         self._convs[key] = slim(conv)
 
+    def clear(self) -> None:
+        """Let go of everything held (the run is concluded and its reports written)."""
+        self._convs.clear()
+        self._stored.clear()
+
     def get(self, key: str) -> Conversation | None:
         return self._convs.get(key)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import hashlib
 import importlib
 import inspect
@@ -47,6 +48,7 @@ class AsyncTarget(Protocol):
     def __call__(self, messages: History, call_info: CallInfo | None = None) -> Awaitable[TargetResponse]: ...
 
 
+@functools.lru_cache(maxsize=256)  # asked once per turn of a conversation
 def call_seed(suite: str, conversation_id: str, run: int) -> int:
     """The stable seed of one conversation in one run (31 bits of a SHA-256)."""
     digest = hashlib.sha256(f"{suite}\x00{conversation_id}\x00{run}".encode()).digest()
@@ -119,7 +121,8 @@ def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGE
         history = [dict(m) for m in messages]
         kwargs = {"call_info": call_info} if pass_info and call_info is not None else {}
         try:
-            value = await asyncio.wait_for(once(history, kwargs), timeout_s)
+            async with asyncio.timeout(timeout_s):  # in this task: no task per call, as wait_for makes
+                value = await once(history, kwargs)
         except TimeoutError:
             raise TargetTimeout(
                 f"the target did not answer within {timeout_s:g} s (target_timeout_s; "

@@ -6,6 +6,7 @@ long runs show progress only on a terminal."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import threading
 
 import pytest
@@ -164,3 +165,30 @@ def test_terminal_progress_only_on_a_terminal() -> None:
     assert terminal_progress(config(False), Snapshot) is None
     progress = terminal_progress(config(True), Snapshot)
     assert isinstance(progress, Progress) and progress.room() == 70
+
+
+SECTIONS_CONFTEST = '''
+import json
+
+_seen = {}
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _seen[report.nodeid.rsplit("::", 1)[-1]] = [name for name, _ in report.sections]
+
+def pytest_sessionfinish(session):
+    with open("sections.json", "w") as f:
+        json.dump(_seen, f)
+'''
+
+
+def test_a_passed_items_score_section_is_added_only_where_pytest_shows_it(toy: pytest.Pytester) -> None:
+    """pytest keeps every report until the end of the run: a passed item carries its
+    ``ragdive scores`` section only with -rP/-rA, a failed one always."""
+    (toy.path / "conftest.py").write_text((toy.path / "conftest.py").read_text() + SECTIONS_CONFTEST)
+    toy.runpytest("--ragdive-suite=core", "-p", "no:cacheprovider")
+    quiet = json.loads((toy.path / "sections.json").read_text())
+    assert quiet and all("ragdive scores" not in names for names in quiet.values())
+    toy.runpytest("--ragdive-suite=core", "-rA", "-p", "no:cacheprovider")
+    shown = json.loads((toy.path / "sections.json").read_text())
+    assert shown.keys() == quiet.keys() and all("ragdive scores" in names for names in shown.values())
