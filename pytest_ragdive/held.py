@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from .records import Conversation
 
@@ -45,8 +47,21 @@ _DROPPED: dict[str, Any] = {"contexts": [], "standalone_contexts": [], "standalo
 def slim(conv: Conversation) -> Conversation:
     """A copy of ``conv`` whose turns hold no contexts and no stand-alone probe answer
     (both already scored; the rest is shared, not copied)."""
-    turns = [t.model_copy(update=_DROPPED) for t in conv.turns]
-    return conv.model_copy(update={"turns": turns})
+    turns = [_bare_copy(t, _DROPPED) for t in conv.turns]
+    return _bare_copy(conv, {"turns": turns})
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _bare_copy(model: _M, update: dict[str, Any]) -> _M:
+    """``model.model_copy(update=update)`` with an empty fields-set. Nothing reads a held
+    record's fields-set (no dump of it excludes unset fields), and the set pydantic keeps
+    per record, of every field name given (0.7 to 1.2 KB), was half of a slim
+    conversation's size."""
+    copy = model.model_copy(update=update)
+    object.__setattr__(copy, "__pydantic_fields_set__", set())  # BaseModel's own attribute
+    return copy
 
 
 class HeldConversations:
