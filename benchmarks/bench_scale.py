@@ -20,6 +20,14 @@ target at most 1.2 (plain) and under 0.05 MB per conversation.
 
 ``--pytest-alone`` also times a plugin-free pytest run of as many empty tests
 per size: pytest's own cost per item, the floor under CPU / target.
+
+``--profile N`` runs N conversations (plain) under py-spy (``pip install
+py-spy``), sampling the thread that holds the GIL, and prints where that time
+goes per conversation: the chatbot, pytest's own work per item, the plugin's
+parts (turn loop and target hand-off, offline scoring, holding the scored
+conversation, concluding and the reports), start-up, and samples with no
+Python frame (cyclic GC, mostly). Time spent outside the GIL (system time in
+thread switches) is not in it.
 """
 
 from __future__ import annotations
@@ -190,13 +198,70 @@ def pytest_alone(n: int) -> float:
         return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), first match wins, innermost first
+    ("chatbot (inside the target)", ("bench_target.py",)),
+    ("holding a scored conversation (JSON, page body, zlib)", ("HeldConversations.add",)),
+    ("offline scoring", ("score_conversation",)),
+    ("conclude, aggregate, reports", ("RagdiveSession.conclude", "write_reports", "publish (")),
+    ("turn loop, target hand-off, event loop", ("ragdive-loop", "ragdive-target", "pytest_ragdive/runner.py",
+                                                "pytest_ragdive/target.py")),
+    ("pytest's own work per item", ("pytest_runtest_protocol",)),
+    ("start-up: configure, planning, collection, imports", ("pytest_configure", "pytest_collection", "_find_and_load",
+                                                             "pytest_sessionstart", "pytest_cmdline_main")),
+]
+
+
+def profile(n: int) -> None:
+    """Sample an N-conversation plain run with py-spy (GIL holder only) and print a table of parts."""
+    import shutil
+    from collections import Counter
+
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        sys.exit("--profile needs py-spy: pip install py-spy")
+    rate = 200
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        make_project(root, n)
+        raw = root / "profile.txt"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        cmd = [spy, "record", "--gil", "--nonblocking", "--threads", "-r", str(rate), "-f", "raw", "-o", str(raw), "--",
+               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
+               f"--ragdive-report-dir={root / 'report'}"]
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not raw.exists():
+            sys.exit(f"py-spy run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        parts: Counter[str] = Counter()
+        for line in raw.read_text().splitlines():
+            stack, _, count = line.rpartition(" ")
+            frames = stack.split(";")
+            if len(frames) == 1:
+                parts["no Python frame (cyclic GC, mostly)"] += int(count)
+                continue
+            part = next((name for name, marks in PROFILE_PARTS if any(m in f for f in frames for m in marks)), "other")
+            parts[part] += int(count)
+    total = sum(parts.values())
+    print(f"\nprofile: {n} conversations, plain, py-spy --gil at {rate} Hz: {total / rate:.1f} s holding the GIL\n")
+    print("| part | share | ms per conversation |")
+    print("|---|---:|---:|")
+    for name, _marks in [*PROFILE_PARTS, ("no Python frame (cyclic GC, mostly)", ()), ("other", ())]:
+        c = parts.get(name, 0)
+        print(f"| {name} | {100 * c / total:5.1f}% | {1000 * c / rate / n:6.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10,100,1000,5000,20000", help="comma-separated conversation counts")
     ap.add_argument("--modes", default="plain,n2", help="plain and/or n2 (pytest -n 2)")
     ap.add_argument("--pytest-alone", action="store_true",
                     help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
+    ap.add_argument("--profile", type=int, metavar="N",
+                    help="only profile a plain run of N conversations with py-spy (where the time goes)")
     args = ap.parse_args()
+    if args.profile:
+        profile(args.profile)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
     print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores\n")
