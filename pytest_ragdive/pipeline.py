@@ -16,11 +16,13 @@ from .errors import FatalRunError
 from .planning import Plan
 from .progress import Snapshot
 from .records import Conversation, Document
-from .runner import BackgroundLoop, record_error, run_conversation, run_scripted
+from .runner import BackgroundLoop, OnTurn, record_error, run_conversation, run_scripted
 from .sources.golden import load_corpus
 from .target import AsyncTarget
 
 if TYPE_CHECKING:
+    from .metrics.backends import JudgeAsItRuns
+    from .metrics.judged import ConversationJudge
     from .sources.roles import Role
 
 
@@ -120,24 +122,40 @@ class Pipeline:
     # -- one conversation ---------------------------------------------------
     async def run_plan(self, plan: Plan, target: AsyncTarget, slot: asyncio.Semaphore | None = None) -> Conversation:
         """Run, score and judge one plan. ``slot`` (conversations in flight) is held
-        for the turn loop only: the judge calls of a finished conversation run beside
-        the other conversations' turns, bounded by the LLM client's requests in flight."""
-        cfg = self.cfg
-        async with slot if slot is not None else contextlib.nullcontext():
-            if plan.kind == "generated":
-                conv = await self._run_generated(plan, target)
-            elif plan.kind == "sharded":
-                conv = await self._run_sharded(plan, target)
-            else:
-                template = plan.template  # a fresh conversation
-                assert template is not None
-                conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe)
-            if conv.error is None:
-                from .metrics.offline import score_conversation
+        for the turn loop only. With a model, each answered turn's judge calls start
+        as soon as it is answered (``on_turn``), beside the conversation's later turns
+        and the other conversations' turns, bounded by the LLM client's requests in
+        flight (turn-loop calls go first); the conversation-level calls follow its
+        turn loop, and every result is written after the offline scores."""
+        from .metrics.backends import JudgeAsItRuns
 
-                score_conversation(conv)
-        if conv.error is None and cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
-            await self._judge(conv)
+        cfg = self.cfg
+        judging = None
+        if cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
+            judging = JudgeAsItRuns(self._conversation_judge)
+        try:
+            async with slot if slot is not None else contextlib.nullcontext():
+                if plan.kind == "generated":
+                    conv = await self._run_generated(plan, target, on_turn=judging)
+                elif plan.kind == "sharded":
+                    conv = await self._run_sharded(plan, target)
+                else:
+                    template = plan.template  # a fresh conversation
+                    assert template is not None
+                    conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
+                if conv.error is None:
+                    from .metrics.offline import score_conversation
+
+                    score_conversation(conv)
+        except BaseException:
+            if judging is not None:
+                judging.cancel()
+            raise
+        if judging is not None:
+            if conv.error is None:
+                await self._judge(conv, judging)
+            else:
+                await judging.discard()  # a failed conversation is not judged
         return conv
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
@@ -168,7 +186,7 @@ class Pipeline:
             self._note_fatal(exc)
             return conv
 
-    async def _run_generated(self, plan: Plan, target: AsyncTarget) -> Conversation:
+    async def _run_generated(self, plan: Plan, target: AsyncTarget, on_turn: OnTurn | None = None) -> Conversation:
         from .sources.roles import load_roles
         from .users.simulator import SimulatorUser
 
@@ -198,24 +216,27 @@ class Pipeline:
             self._note_fatal(exc)
             return conv
         try:
-            return await run_conversation(conv, user, target, probe=self.cfg.forgetfulness_probe)
+            return await run_conversation(conv, user, target, probe=self.cfg.forgetfulness_probe, on_turn=on_turn)
         except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or validator
             conv.turns = [t for t in conv.turns if t.answer is not None]
             record_error(conv, exc, "generation")
             self._note_fatal(exc)
             return conv
 
-    async def _judge(self, conv: Conversation) -> None:
+    async def _judge(self, conv: Conversation, judging: JudgeAsItRuns) -> None:
         try:
-            from .metrics.backends import judge_conversation
-
-            docs = self.documents()
-            if conv.source == "generated" and (own := self.cfg.generated_corpus(conv.suite)):
-                docs = {**docs, **self.corpus(own)}  # the document the simulator asked about
-            await judge_conversation(conv, self.llm_client(), self.cfg, docs)
+            await judging.finish(conv)
         except Exception as exc:  # noqa: BLE001 - recorded on the conversation
             record_error(conv, exc, "judging")
             self._note_fatal(exc)
+
+    def _conversation_judge(self, conv: Conversation) -> ConversationJudge:
+        from .metrics.backends import conversation_judge
+
+        docs = self.documents()
+        if conv.source == "generated" and (own := self.cfg.generated_corpus(conv.suite)):
+            docs = {**docs, **self.corpus(own)}  # the document the simulator asked about
+        return conversation_judge(conv, self.llm_client(), self.cfg, docs)
 
     def _note_fatal(self, exc: BaseException) -> None:
         """Budget exhaustion and replay-only cache misses end the run with one clear message."""

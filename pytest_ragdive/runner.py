@@ -22,6 +22,9 @@ from .target import AsyncTarget, make_call_info
 
 T = TypeVar("T")
 
+#: called with the conversation and each turn it has just answered (appended to ``conv.turns``)
+OnTurn = Callable[[Conversation, Turn], None]
+
 
 class BackgroundLoop:
     """An asyncio loop in a daemon thread; ``submit`` returns a concurrent Future."""
@@ -121,7 +124,9 @@ class User(Protocol):
     def finish(self, conv: Conversation) -> None: ...
 
 
-async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, probe: bool = True) -> Conversation:
+async def run_conversation(
+    conv: Conversation, user: User, target: AsyncTarget, probe: bool = True, on_turn: OnTurn | None = None
+) -> Conversation:
     """The one turn loop: ask the user for the next turn, send the history to
     the target, record the answer, until the user ends the conversation.
 
@@ -131,7 +136,8 @@ async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, 
     recorded on the conversation (``conv.error``; the turns answered so far
     are kept), not raised. With ``probe``, each context-dependent turn's
     stand-alone question is then also asked in a fresh history (the offline
-    forgetfulness probe).
+    forgetfulness probe). ``on_turn`` is called with each turn once it is
+    answered and recorded (the pipeline starts the turn's judge calls there).
     """
     history: list[dict[str, str]] = []
     for done in conv.turns:  # a conversation resumed with answered turns
@@ -156,6 +162,8 @@ async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, 
             turn.citations = list(resp.citations)
             history.append({"role": "assistant", "content": resp.answer})
             conv.turns.append(turn)
+            if on_turn is not None:
+                on_turn(conv, turn)
     finally:
         user.finish(conv)
     if probe and conv.error is None and len(conv.turns) > 1:
@@ -163,13 +171,15 @@ async def run_conversation(conv: Conversation, user: User, target: AsyncTarget, 
     return conv
 
 
-async def run_scripted(conv: Conversation, target: AsyncTarget, probe: bool = True) -> Conversation:
+async def run_scripted(
+    conv: Conversation, target: AsyncTarget, probe: bool = True, on_turn: OnTurn | None = None
+) -> Conversation:
     """Replay a scripted conversation (its turns as planned) against the target."""
     from .users.scripted import ScriptedUser
 
     user = ScriptedUser(conv.turns)
     conv.turns = []
-    return await run_conversation(conv, user, target, probe=probe)
+    return await run_conversation(conv, user, target, probe=probe, on_turn=on_turn)
 
 
 async def probe_standalone(conv: Conversation, target: AsyncTarget) -> None:

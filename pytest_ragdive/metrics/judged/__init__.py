@@ -27,7 +27,9 @@ information from earlier turns; lower is better) and ``context_retention``
 (1 = it kept and used it), one binary verdict each.
 
 So with the built-in prompts a conversation costs at most 4 judge calls per
-answered turn plus 2 (every call of one conversation runs concurrently). With
+answered turn plus 2 (every call of one conversation runs concurrently; in a
+run, a turn's calls start as soon as it is answered, beside the conversation's
+later turns: :class:`ConversationJudge`). With
 ``judge_cascade = [cheap, strong]`` every item is judged by ``cheap`` and only
 negative (score below the best value) or unparseable verdicts are judged again
 by ``strong``, whose verdict then stands. ``conv.judge_calls`` counts
@@ -37,8 +39,8 @@ With ``judge_backend = "ragas"`` faithfulness, context_precision and
 context_recall come from ragas' own metrics (:mod:`..ragas_backend`, which
 passes its judges in as ``backend_judges``; this package never imports it),
 through our client; correctness and the multi-turn metrics still use our
-prompts. :func:`pytest_ragdive.metrics.backends.judge_conversation` is the
-one place that picks the backend from the config.
+prompts. :mod:`pytest_ragdive.metrics.backends` (``conversation_judge``,
+``judge_conversation``) is the one place that picks the backend from the config.
 
 Every untrusted text (documents, contexts, answers, questions, ground truths,
 transcripts) is put into a prompt through :func:`~pytest_ragdive.prompts.fence`
@@ -50,7 +52,7 @@ budget exceeded, a call that failed after its retries) propagate.
 Modules: :mod:`.schemas` (what each prompt asks for), :mod:`.scoring` (verdicts
 to scores), :mod:`.cascade` (one judged item, the cascade), :mod:`.inputs`
 (contexts, reference document, transcript), :mod:`.conversation` (the entry
-point), :mod:`.relevance` (answer_relevance).
+point, :class:`ConversationJudge`), :mod:`.relevance` (answer_relevance).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from typing import Any
 from ...errors import InvalidJudgment
 from ...records import Conversation, JudgeCalls
 from .cascade import ROLE, JudgeFactory, JudgeFn, Outcome, judge_models
-from .conversation import judge_conversation
+from .conversation import ConversationJudge, judge_conversation
 from .inputs import MAX_REFERENCE_CHARS, reference_text, transcript
 from .relevance import judge_answer_relevance
 from .schemas import (
@@ -86,6 +88,7 @@ __all__ = [
     "TURN_METRICS",
     "AnswerRelevanceJudgment",
     "ClaimVerdict",
+    "ConversationJudge",
     "ContextPrecisionJudgment",
     "ContextRecallJudgment",
     "ContextRetentionJudgment",

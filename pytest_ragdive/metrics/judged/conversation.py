@@ -1,6 +1,13 @@
 """The entry point of the builtin judges: every answered turn and the whole
 conversation of one :class:`~pytest_ragdive.records.Conversation`, judged
-concurrently, scores and verdicts written back."""
+concurrently, scores and verdicts written back.
+
+:class:`ConversationJudge` judges a conversation while it runs: each answered
+turn's calls start as soon as the turn is answered (:meth:`~ConversationJudge.turn_answered`,
+the turn loop's ``on_turn`` hook), beside the conversation's later turns, and
+:meth:`~ConversationJudge.finish` adds the conversation-level calls, waits for
+them all and writes what :func:`judge_conversation` writes, in the same order.
+The calls, prompts and results are the same whenever the calls start."""
 
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ if TYPE_CHECKING:
     from ...config import RagdiveConfig
     from ...llm import LLMClient
 
-__all__ = ["judge_conversation"]
+__all__ = ["ConversationJudge", "judge_conversation"]
 
 
 def _not_applicable(reason: str) -> Verdict:
@@ -48,53 +55,121 @@ function never looks at ``cfg.judge_backend`` (:mod:`..backends` decides).
     A client error (LLMError) is raised once every other call has finished and
     its result is written.
     """
-    models = judge_models(cfg)
-    calls = JudgeCalls()
-    backend_judges = backend_judges or {}
-    answered = [t for t in conv.turns if t.answer is not None]
+    await ConversationJudge(conv, client, cfg, documents, backend_judges=backend_judges).finish()
 
-    targets: list[tuple[Turn | None, str]] = []
-    judges: list[JudgeFn] = []
-    for turn in answered:
-        for metric, judge in _turn_judges(conv, turn, client, documents, calls, backend_judges).items():
-            if isinstance(judge, Verdict):
-                turn.scores[metric] = judge.value
-                turn.verdicts[metric] = judge
+
+# one judged item: the turn it belongs to (None: the conversation), its metric, and its
+# verdict (not applicable) or the task judging it
+_Item = tuple[Turn | None, str, "Verdict | asyncio.Future[Verdict]"]
+
+
+class ConversationJudge:
+    """The judge calls of one conversation, started turn by turn (see the module docstring).
+
+    ``turn_answered(turn)`` starts an answered turn's calls on the running loop
+    (once per turn; it never raises: an error is raised by ``finish``).
+    ``finish()`` starts the calls of answered turns not seen yet and the
+    conversation-level calls, then writes every result as
+    :func:`judge_conversation` documents (call it after the offline scores are
+    written: judged values overwrite them). ``discard()`` cancels what is not
+    finished and writes nothing (a conversation that failed is not judged)."""
+
+    def __init__(
+        self,
+        conv: Conversation,
+        client: LLMClient,
+        cfg: RagdiveConfig,
+        documents: Mapping[str, Document],
+        *,
+        backend_judges: Mapping[str, JudgeFactory] | None = None,
+    ) -> None:
+        self.conv = conv
+        self.client = client
+        self.documents = documents
+        self.models = judge_models(cfg)
+        self.calls = JudgeCalls()
+        self.backend_judges = backend_judges or {}
+        self._items: dict[int, list[_Item]] = {}  # by id() of the answered turn, in the order seen
+        self._error: BaseException | None = None  # building a turn's judges failed
+
+    def turn_answered(self, turn: Turn) -> None:
+        if turn.answer is None or id(turn) in self._items or self._error is not None:
+            return
+        items: list[_Item] = []
+        self._items[id(turn)] = items
+        try:
+            judges = _turn_judges(self.conv, turn, self.client, self.documents, self.calls, self.backend_judges)
+            for metric, judge in judges.items():
+                items.append((turn, metric, judge if isinstance(judge, Verdict) else self._start(metric, judge)))
+        except Exception as exc:  # noqa: BLE001 - raised by finish(), as a judging error
+            self._error = exc
+
+    def _start(self, metric: str, judge: JudgeFn) -> asyncio.Future[Verdict]:
+        return asyncio.ensure_future(cascade(metric, judge, self.models, self.calls))
+
+    def _tasks(self) -> list[asyncio.Future[Verdict]]:
+        return [v for items in self._items.values() for *_, v in items if not isinstance(v, Verdict)]
+
+    def cancel(self) -> None:
+        """Cancel every call not finished; nothing is written."""
+        for t in self._tasks():
+            t.cancel()
+
+    async def discard(self) -> None:
+        """:meth:`cancel`, and wait for the calls to end."""
+        self.cancel()
+        await asyncio.gather(*self._tasks(), return_exceptions=True)
+
+    async def finish(self) -> None:
+        conv = self.conv
+        answered = [t for t in conv.turns if t.answer is not None]
+        for turn in answered:
+            self.turn_answered(turn)  # turns answered before the loop, or with no hook
+        if self._error is not None:
+            await self.discard()
+            raise self._error
+        kept = {id(t) for t in answered}
+        for key, its in self._items.items():  # turns judged that the conversation no longer holds
+            if key not in kept:
+                for *_, v in its:
+                    if not isinstance(v, Verdict):
+                        v.cancel()
+        items = [it for t in answered for it in self._items[id(t)]]
+        if len(answered) >= 2:
+            values = {"transcript": transcript(answered)}
+            for metric in CONVERSATION_METRICS:
+                judge = prompt_judge(self.client, metric, values, 0, "conversation", self.calls)
+                items.append((None, metric, self._start(metric, judge)))
+        # written in the order judge_conversation always wrote them: the not-applicable
+        # verdicts turn by turn, then the judged results in turn and metric order
+        for target, metric, v in items:
+            if isinstance(v, Verdict) and target is not None:
+                target.scores[metric] = v.value
+                target.verdicts[metric] = v
+        if len(answered) < 2:
+            for metric in CONVERSATION_METRICS:
+                conv.scores[metric] = None
+                conv.verdicts[metric] = _not_applicable("fewer than 2 answered turns")
+        judged = [(target, metric, v) for target, metric, v in items if not isinstance(v, Verdict)]
+        results = await asyncio.gather(*(v for *_, v in judged), return_exceptions=True)
+        error: BaseException | None = None
+        for (target, metric, _), res in zip(judged, results, strict=True):
+            if isinstance(res, BaseException):
+                error = error or res
+                continue
+            if target is None:
+                conv.scores[metric] = res.value
+                conv.verdicts[metric] = res
             else:
-                targets.append((turn, metric))
-                judges.append(judge)
-    if len(answered) >= 2:
-        values = {"transcript": transcript(answered)}
-        for metric in CONVERSATION_METRICS:
-            targets.append((None, metric))
-            judges.append(prompt_judge(client, metric, values, 0, "conversation", calls))
-    else:
-        for metric in CONVERSATION_METRICS:
-            conv.scores[metric] = None
-            conv.verdicts[metric] = _not_applicable("fewer than 2 answered turns")
+                target.scores[metric] = res.value
+                target.verdicts[metric] = res
 
-    results = await asyncio.gather(
-        *(cascade(metric, judge, models, calls) for (_, metric), judge in zip(targets, judges, strict=True)),
-        return_exceptions=True,
-    )
-    error: BaseException | None = None
-    for (target, metric), res in zip(targets, results, strict=True):
-        if isinstance(res, BaseException):
-            error = error or res
-            continue
-        if target is None:
-            conv.scores[metric] = res.value
-            conv.verdicts[metric] = res
-        else:
-            target.scores[metric] = res.value
-            target.verdicts[metric] = res
-
-    for metric in TURN_METRICS:
-        present = [v for v in (t.scores.get(metric) for t in answered) if v is not None]
-        conv.scores[metric] = sum(present) / len(present) if present else None
-    conv.judge_calls = calls
-    if error is not None:
-        raise error
+        for metric in TURN_METRICS:
+            present = [v for v in (t.scores.get(metric) for t in answered) if v is not None]
+            conv.scores[metric] = sum(present) / len(present) if present else None
+        conv.judge_calls = self.calls
+        if error is not None:
+            raise error
 
 
 def _turn_judges(
