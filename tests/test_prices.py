@@ -33,3 +33,21 @@ def test_the_estimate_uses_the_same_lookup() -> None:
     price = price_map(TABLE)
     assert price("openai/gpt-x") == ModelPrice(input=2e-6, output=8e-6, batch_input=1e-6, batch_output=4e-6)
     assert price("unknown-model") is None
+
+
+def test_each_model_is_looked_up_once() -> None:
+    """Every request is priced: the table is searched once per model, not once per request."""
+
+    class Counting(dict):  # type: ignore[type-arg]
+        gets = 0
+
+        def get(self, *a, **k):  # type: ignore[no-untyped-def]
+            Counting.gets += 1
+            return super().get(*a, **k)
+
+    prices = PriceMap(Counting({"gpt-4o": {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}}))
+    costs = [prices.cost("openai/gpt-4o", 1000, 100) for _ in range(5)] + [prices.cost("nope", 1, 1) for _ in range(5)]
+    assert costs[:5] == [pytest.approx(2e-3 + 8e-4)] * 5 and costs[5:] == [None] * 5
+    searched = Counting.gets
+    assert prices.cost("openai/gpt-4o", 10, 0) == pytest.approx(2e-5)
+    assert Counting.gets == searched <= 4

@@ -62,6 +62,7 @@ class PriceMap:
 
     def __init__(self, table: Mapping[str, Any] | None = None) -> None:
         self._table = table
+        self._prices: dict[str, ModelPrice | None] = {}  # by model: looked up once (one per request before)
 
     def _entries(self) -> Mapping[str, Any]:
         if self._table is None:
@@ -69,6 +70,12 @@ class PriceMap:
         return self._table
 
     def price(self, model: str) -> ModelPrice | None:
+        if model in self._prices:
+            return self._prices[model]
+        price = self._prices[model] = self._lookup(model)
+        return price
+
+    def _lookup(self, model: str) -> ModelPrice | None:
         table = self._entries()
         entry = table.get(model)
         if entry is None:

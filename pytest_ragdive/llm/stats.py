@@ -80,12 +80,16 @@ class UsageStats(BaseModel):
         return self
 
     def bump(self, **deltas: Any) -> None:
+        # several times per call: counters straight in the field values (pydantic's
+        # __setattr__ cost more than the rest of the accounting; nothing is validated
+        # on assignment here anyway)
+        values = self.__dict__
         for name, d in deltas.items():
             if name == "cost_usd":
                 if d is not None:
-                    self.cost_usd = (self.cost_usd or 0.0) + d
+                    values["cost_usd"] = (values["cost_usd"] or 0.0) + d
             else:
-                setattr(self, name, getattr(self, name) + d)
+                values[name] += d
 
 
 class RoleStats(UsageStats):
