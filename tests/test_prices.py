@@ -51,3 +51,40 @@ def test_each_model_is_looked_up_once() -> None:
     searched = Counting.gets
     assert prices.cost("openai/gpt-4o", 10, 0) == pytest.approx(2e-5)
     assert Counting.gets == searched <= 4
+
+
+def test_the_price_file_read_by_entry_gives_what_a_full_parse_gives() -> None:
+    """litellm's 3.5 MB price map is read by entry (no full parse for a run's few models):
+    a name that is not there, a duplicate key (the last one counts), an entry indented
+    otherwise, a name only mentioned inside another entry: each as json.loads has it."""
+    import json
+
+    from pytest_ragdive.llm.prices import _PriceFile
+
+    entries = {
+        "gpt-x": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, "base_model": "gpt-y"},
+        "gpt-y": {"input_cost_per_token": 3e-6, "output_cost_per_token": 4e-6},
+    }
+    text = json.dumps(entries, indent=4)
+    text = text[:-2] + ',\n"odd": {"input_cost_per_token": 5e-6, "output_cost_per_token": 6e-6},\n' + (
+        '    "gpt-x": {"input_cost_per_token": 7e-6, "output_cost_per_token": 8e-6}\n}'
+    )
+    full = json.loads(text)
+    assert full["gpt-x"]["input_cost_per_token"] == 7e-6  # the duplicate's last value
+    for name in ("gpt-x", "gpt-y", "odd", "nope", "base_model", "input_cost_per_token"):
+        assert _PriceFile(text).get(name) == full.get(name), name
+    clean = _PriceFile(json.dumps(entries, indent=4))
+    assert clean.get("gpt-x") == entries["gpt-x"] and clean._full is None  # read by entry, no full parse
+    assert PriceMap(_PriceFile(text)).cost("openai/gpt-x", 1, 1) == pytest.approx(15e-6)
+
+
+def test_litellms_price_file_by_entry_matches_its_full_parse() -> None:
+    from pytest_ragdive.llm.prices import _price_file_text, _PriceFile, load_price_table
+
+    text = _price_file_text()
+    if text is None:
+        pytest.skip("litellm is not installed")
+    full = load_price_table()
+    names = list(full)[::97] + ["openai/gpt-4o", "gpt-4o", "no-such-model", "input_cost_per_token"]
+    for name in names:
+        assert _PriceFile(text).get(name) == full.get(name), name
