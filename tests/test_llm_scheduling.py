@@ -187,6 +187,32 @@ def test_a_write_runs_inline_unless_another_writer_holds_the_lock(tmp_path: Path
         cache.close()
 
 
+def test_reads_go_through_the_loops_write_connection_and_fall_back_when_busy(tmp_path: Path) -> None:
+    """Once the event loop's write connection is open, a lookup reads there (its page cache
+    outlives its own writes); a read that finds the lock busy is asked again on the other one."""
+    cache = LLMCache(tmp_path)
+    resp = CachedResponse(content="x", model="m")
+    try:
+        assert cache.nowait(cache.set, "k1", resp) == (True, True)
+        fast = cache._fast
+        reads: list[str] = []
+        real_get = fast.get
+
+        def get(key: str, *a: Any, **k: Any) -> Any:
+            reads.append(key)
+            if key == "busy":
+                raise sqlite3.OperationalError("database is locked")
+            return real_get(key, *a, **k)
+
+        fast.get = get
+        assert cache.peek("k1") == resp and reads == ["k1"]
+        assert cache.nowait(cache.set, "busy", resp) == (True, True)
+        assert cache.peek("busy") == resp and reads[-1] == "busy"  # read again on the other connection
+        assert cache.stats.errors == 0
+    finally:
+        cache.close()
+
+
 def test_a_cached_run_sends_every_request_once(tmp_path: Path) -> None:
     """Through the inline writes: stored, released, replayed without a request."""
     with FakeLLMServer(lambda body: {"score": 0.5}) as server:

@@ -273,7 +273,7 @@ class LLMCache:
         if not self._check_usable():
             return None
         try:
-            raw = self.db.get(key)
+            raw = self._read(key)
         except ValueError as e:  # refused pickle
             return self._drop(key, str(e))
         except Exception as e:  # sqlite errors, timeouts
@@ -295,6 +295,18 @@ class LLMCache:
             return self._drop(key, f"not a cached response: {one_line(e, inputs=False)}")
         except (ValueError, UnicodeDecodeError) as e:
             return self._drop(key, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+    def _read(self, key: str) -> Any:
+        """``db.get(key)`` on the connection :meth:`nowait` writes on, once open (its page cache
+        survives its own writes: half the cost of a read on the other one), else or when busy on ``db``."""
+        fast = self._fast
+        if fast is not None and fast is not False:
+            try:
+                return fast.get(key)
+            except Exception as e:
+                if not is_busy(e):
+                    raise
+        return self.db.get(key)
 
     def _drop(self, key: str, why: str) -> CachedResponse | None:
         self._count("corrupt")
