@@ -21,6 +21,10 @@ target at most 1.2 (plain) and under 0.05 MB per conversation.
 ``--pytest-alone`` also times a plugin-free pytest run of as many empty tests
 per size: pytest's own cost per item, the floor under CPU / target.
 
+``--planning 1000,100000`` times loading and planning that many single-turn
+rows from JSONL and from YAML, in this process (no conversation runs): the
+part of a run that must stay linear in the number of cases.
+
 ``--profile N`` runs N conversations (plain) under py-spy (``pip install
 py-spy``), sampling the thread that holds the GIL, and prints where that time
 goes per conversation: the chatbot, pytest's own work per item, the plugin's
@@ -250,6 +254,35 @@ def profile(n: int) -> None:
         print(f"| {name} | {100 * c / total:5.1f}% | {1000 * c / rate / n:6.2f} |")
 
 
+def planning(sizes: list[int]) -> None:
+    """Seconds to load and plan ``n`` single-turn rows (JSONL and YAML), and seconds per 1,000 rows."""
+    sys.path.insert(0, str(ROOT))
+    from pytest_ragdive.config import load_config
+    from pytest_ragdive.planning import plan_all
+
+    print("\nplanning: single-turn rows loaded and planned (no conversation runs)\n")
+    print("|    rows | format | seconds | s per 1,000 rows | plans |")
+    print("|---------|--------|---------|------------------|-------|")
+    for n in sizes:
+        rows = [{"question_id": f"q{i:07d}", "question": f"What does the help centre say about item {i}?",
+                 "expected_answer": f"Item {i} is covered.", "relevant_doc_ids": ["doc-1"]} for i in range(n)]
+        for fmt in ("jsonl", "yaml"):
+            with tempfile.TemporaryDirectory() as d:
+                root = Path(d)
+                name = f"cases.{fmt}"
+                text = ("\n".join(json.dumps(r) for r in rows) + "\n" if fmt == "jsonl"
+                        else yaml.safe_dump({"cases": rows}, sort_keys=False))
+                (root / name).write_text(text)
+                (root / "corpus.jsonl").write_text(json.dumps({"id": "doc-1", "text": "Every item is covered."}) + "\n")
+                (root / "pyproject.toml").write_text(  # with a corpus: the document ids are checked too
+                    f'[tool.ragdive]\ncorpus = "corpus.jsonl"\n\n[tool.ragdive.suites.core]\nsingle_turn = ["{name}"]\n')
+                cfg = load_config(root / "pyproject.toml")
+                t0 = time.perf_counter()
+                plans = plan_all(cfg, llm_enabled=False, notes=[])
+                dt = time.perf_counter() - t0
+            print(f"| {n:>7} | {fmt:6} | {dt:7.2f} | {1000 * dt / n:16.3f} | {len(plans):5d} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10,100,1000,5000,20000", help="comma-separated conversation counts")
@@ -258,7 +291,12 @@ def main() -> None:
                     help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
     ap.add_argument("--profile", type=int, metavar="N",
                     help="only profile a plain run of N conversations with py-spy (where the time goes)")
+    ap.add_argument("--planning", metavar="SIZES",
+                    help="only time loading and planning SIZES single-turn rows (comma-separated), JSONL and YAML")
     args = ap.parse_args()
+    if args.planning:
+        planning([int(x) for x in args.planning.split(",")])
+        return
     if args.profile:
         profile(args.profile)
         return
