@@ -45,6 +45,18 @@ class Plan(BaseModel):
             return s.model_copy(update={"run": self.run}, deep=True)
         return None
 
+    def document_ids(self) -> list[str]:
+        """The corpus ids a golden plan's row names (its document, then its turns' relevant
+        documents, as run: ``max_turns`` applies), read from the row without building the
+        conversation; none for other plans."""
+        s = self.script
+        if isinstance(s, golden.SingleTurnCase):
+            return list(s.relevant_doc_ids)
+        if isinstance(s, golden.ScriptedConversation):
+            turns = s.turns[: self.max_turns] if self.max_turns else s.turns
+            return ([s.document_id] if s.document_id else []) + [d for t in turns for d in t.relevant_doc_ids]
+        return []
+
     @property
     def key(self) -> str:
         return f"{self.suite}::{self.conv_id}::run{self.run}"

@@ -17,7 +17,6 @@ from . import golden
 
 if TYPE_CHECKING:
     from ..config import RagdiveConfig
-    from ..records import Conversation
 
 
 class Plan(Protocol):
@@ -25,9 +24,9 @@ class Plan(Protocol):
 
     suite: str
     run: int
+    conv_id: str
 
-    @property
-    def template(self) -> Conversation | None: ...
+    def document_ids(self) -> list[str]: ...
 
 
 def check_references(cfg: RagdiveConfig, plans: Sequence[Plan]) -> None:
@@ -40,14 +39,11 @@ def check_references(cfg: RagdiveConfig, plans: Sequence[Plan]) -> None:
     known = {d.id for d in golden.load_corpus(path)}
     unknown: dict[tuple[str, str], list[str]] = {}  # (suite, conversation id) -> unknown ids
     for plan in plans:
-        conv = plan.template
-        if conv is None or conv.source not in ("golden", "golden_single") or plan.run:
+        if plan.run:
             continue
-        refs = [conv.document_id] if conv.document_id else []
-        refs += [d for t in conv.turns for d in t.relevant_doc_ids]
-        missing = [d for d in dict.fromkeys(refs) if d not in known]
+        missing = [d for d in dict.fromkeys(plan.document_ids()) if d not in known]
         if missing:
-            unknown[(plan.suite, conv.id)] = missing
+            unknown[(plan.suite, plan.conv_id)] = missing
     if not unknown:
         return
     ids = sorted({d for v in unknown.values() for d in v})
