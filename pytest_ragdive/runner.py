@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 from .loop_executor import ClosingExecutor
-from .records import Conversation, Turn
+from .records import Conversation, TargetResponse, Turn
 from .target import AsyncTarget, make_call_info
 
 T = TypeVar("T")
@@ -135,14 +135,17 @@ async def run_conversation(
     ``call_info`` also gets suite, conversation, run, turn and a stable seed. A target exception is
     recorded on the conversation (``conv.error``; the turns answered so far
     are kept), not raised. With ``probe``, each context-dependent turn's
-    stand-alone question is then also asked in a fresh history (the offline
-    forgetfulness probe). ``on_turn`` is called with each turn once it is
+    stand-alone question is also asked in a fresh history (the offline
+    forgetfulness probe, :class:`StandaloneProbes`): sent as soon as the turn is
+    answered, beside the next turns, and recorded once the conversation has
+    ended without an error. ``on_turn`` is called with each turn once it is
     answered and recorded (the pipeline starts the turn's judge calls there).
     """
     history: list[dict[str, str]] = []
     for done in conv.turns:  # a conversation resumed with answered turns
         history.append({"role": "user", "content": done.rag_input})
         history.append({"role": "assistant", "content": done.answer or ""})
+    probes = StandaloneProbes(target) if probe else None
     try:
         while True:
             turn = await user.next_turn(conv)
@@ -162,12 +165,21 @@ async def run_conversation(
             turn.citations = list(resp.citations)
             history.append({"role": "assistant", "content": resp.answer})
             conv.turns.append(turn)
+            if probes is not None:
+                probes.start(turn)
             if on_turn is not None:
                 on_turn(conv, turn)
+    except BaseException:
+        if probes is not None:
+            probes.cancel()
+        raise
     finally:
         user.finish(conv)
-    if probe and conv.error is None and len(conv.turns) > 1:
-        await probe_standalone(conv, target)
+    if probes is not None:
+        if conv.error is None:
+            await probes.finish(conv)
+        else:
+            probes.cancel()
     return conv
 
 
@@ -182,17 +194,48 @@ async def run_scripted(
     return await run_conversation(conv, user, target, probe=probe, on_turn=on_turn)
 
 
-async def probe_standalone(conv: Conversation, target: AsyncTarget) -> None:
-    """Ask each context-dependent turn's stand-alone question in a fresh history."""
-    todo = [t for t in conv.turns[1:] if t.standalone_question and t.ground_truth and t.answer is not None]
+class StandaloneProbes:
+    """The forgetfulness probe of one conversation: each context-dependent turn (after the
+    first, with a stand-alone question and a ground truth, answered) has its stand-alone
+    question asked in a fresh history. :meth:`start` sends a turn's probe as soon as the
+    turn is answered, so it runs beside the conversation's next turns (a conversation's
+    probes no longer all reach the target at once, at its end); :meth:`finish` waits for
+    them and records the answers, or the first failure (in turn order) as the
+    conversation's error; :meth:`cancel` drops them (the conversation failed)."""
 
-    async def one(turn: Any) -> None:
-        resp = await target([{"role": "user", "content": turn.standalone_question}])
-        turn.standalone_answer = resp.answer
-        turn.standalone_contexts = list(resp.contexts)
+    def __init__(self, target: AsyncTarget) -> None:
+        self._target = target
+        self._tasks: dict[int, asyncio.Task[TargetResponse]] = {}
 
-    results = await asyncio.gather(*(one(t) for t in todo), return_exceptions=True)  # BaseExceptions too
-    for turn, res in zip(todo, results, strict=True):
-        if isinstance(res, BaseException):
-            record_error(conv, res, f"stand-alone probe of turn {turn.index + 1}")
+    def start(self, turn: Turn) -> None:
+        if turn.index < 1 or turn.index in self._tasks:
             return
+        if not (turn.standalone_question and turn.ground_truth and turn.answer is not None):
+            return
+        task = asyncio.ensure_future(self._target([{"role": "user", "content": turn.standalone_question}]))
+        task.add_done_callback(_retrieved)
+        self._tasks[turn.index] = task
+
+    async def finish(self, conv: Conversation) -> None:
+        for turn in conv.turns[1:]:  # a resumed conversation's turns answered before it resumed
+            self.start(turn)
+        todo = [t for t in conv.turns[1:] if t.index in self._tasks]
+        results = await asyncio.gather(*(self._tasks[t.index] for t in todo), return_exceptions=True)  # BaseExceptions too
+        for turn, res in zip(todo, results, strict=True):
+            if not isinstance(res, BaseException):
+                turn.standalone_answer = res.answer
+                turn.standalone_contexts = list(res.contexts)
+        for turn, res in zip(todo, results, strict=True):
+            if isinstance(res, BaseException):
+                record_error(conv, res, f"stand-alone probe of turn {turn.index + 1}")
+                return
+
+    def cancel(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark a probe's exception as seen (a cancelled conversation's probe is never awaited)."""
+    if not task.cancelled():
+        task.exception()
