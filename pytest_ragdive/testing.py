@@ -145,17 +145,23 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if route == ["models"]:
             self._send_json(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
         elif route[:1] in (["files"], ["batches"]):
-            owner._batch_get(self, route)
+            if route[0] == "batches" and len(route) == 2:
+                owner._polled()
+            self._send_batch(owner.batch.get(route, owner._answer_line))
         else:
             self._not_found()
 
     def do_DELETE(self) -> None:  # noqa: N802
-        route = self._route()
-        if len(route) == 2 and route[0] == "files":
-            obj = self.server.owner.batch.delete_file(route[1])
-            self._send_json(200, obj) if obj else self._not_found()
-        else:
+        self._send_batch(self.server.owner.batch.delete(self._route()))
+
+    def _send_batch(self, got: tuple[int, Any] | None) -> None:
+        """What a files or batches route of :class:`~pytest_ragdive.testing_batch.BatchStore` answered."""
+        if got is None:
             self._not_found()
+        elif isinstance(got[1], bytes):
+            self._send_raw(got[0], got[1])
+        else:
+            self._send_json(got[0], got[1])
 
     def do_POST(self) -> None:  # noqa: N802
         owner = self.server.owner
@@ -163,7 +169,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         route = self._route()
         if route[:1] in (["files"], ["batches"]):
-            owner._batch_post(self, route, raw)
+            self._send_batch(owner.batch.post(route, self.headers.get("Content-Type", ""), raw))
             return
         if route != ["chat", "completions"]:
             self._not_found()
@@ -452,46 +458,9 @@ class FakeLLMServer:
         out = self.handler(body)
         return self.completion(body, out if isinstance(out, str) else json.dumps(out))
 
-    def _batch_get(self, req: _RequestHandler, route: list[str]) -> None:
-        store = self.batch
-        obj: Any = None
-        if route[0] == "files" and len(route) == 2:
-            obj = store.file(route[1])
-        elif route[0] == "files" and len(route) == 3 and route[2] == "content":
-            data = store.content(route[1])
-            if data is not None:
-                req._send_raw(200, data)
-                return
-        elif route == ["batches"]:
-            obj = store.list()
-        elif route[0] == "batches" and len(route) == 2:
-            with self._lock:
-                self.batch_polls += 1
-            obj = store.retrieve(route[1], self._answer_line)
-        if obj is None:
-            req._not_found()
-        else:
-            req._send_json(200, obj)
-
-    def _batch_post(self, req: _RequestHandler, route: list[str], raw: bytes) -> None:
-        from .testing_batch import BatchRequestError
-
-        store = self.batch
-        try:
-            if route == ["files"]:
-                req._send_json(200, store.upload(req.headers.get("Content-Type", ""), raw))
-            elif route == ["batches"]:
-                body = json.loads(raw or b"{}")
-                if not isinstance(body, dict):
-                    raise BatchRequestError("body is not a JSON object")
-                req._send_json(200, store.create(body))
-            elif len(route) == 3 and route[0] == "batches" and route[2] == "cancel":
-                obj = store.cancel(route[1])
-                req._send_json(200, obj) if obj else req._not_found()
-            else:
-                req._not_found()
-        except (BatchRequestError, ValueError) as e:
-            req._send_json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
+    def _polled(self) -> None:
+        with self._lock:
+            self.batch_polls += 1
 
 
 # --------------------------------------------------------------------------

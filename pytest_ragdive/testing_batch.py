@@ -37,6 +37,8 @@ from typing import Any, Literal
 BatchOutcome = Literal["completed", "failed", "expired", "stuck"]
 BATCH_OUTCOMES: tuple[str, ...] = ("completed", "failed", "expired", "stuck")
 Answer = Callable[[dict[str, Any]], dict[str, Any]]  # a chat body -> a chat.completion object
+Route = list[str]  # a request path's parts after ``/v1`` (``["batches", "b1"]``)
+Response = tuple[int, Any]  # (HTTP status, a JSON object or a file's bytes); None where there is no such route or object
 
 
 class BatchRequestError(ValueError):
@@ -149,6 +151,42 @@ class BatchStore:
         with self._lock:
             data = [dict(b) for b in self.batches.values()]
         return {"object": "list", "data": data, "has_more": False}
+
+    # -- the HTTP routes (the server's handler sends what these return) -------
+    def get(self, route: Route, answer: Answer) -> Response | None:
+        """``GET /v1/files/{id}``, ``/v1/files/{id}/content``, ``/v1/batches`` and ``/v1/batches/{id}``."""
+        obj: Any = None
+        if route[0] == "files" and len(route) == 2:
+            obj = self.file(route[1])
+        elif route[0] == "files" and len(route) == 3 and route[2] == "content":
+            obj = self.content(route[1])
+        elif route == ["batches"]:
+            obj = self.list()
+        elif route[0] == "batches" and len(route) == 2:
+            obj = self.retrieve(route[1], answer)
+        return None if obj is None else (200, obj)
+
+    def post(self, route: Route, content_type: str, raw: bytes) -> Response | None:
+        """``POST /v1/files``, ``/v1/batches`` and ``/v1/batches/{id}/cancel``; a bad request is a 400."""
+        try:
+            if route == ["files"]:
+                return 200, self.upload(content_type, raw)
+            if route == ["batches"]:
+                body = json.loads(raw or b"{}")
+                if not isinstance(body, dict):
+                    raise BatchRequestError("body is not a JSON object")
+                return 200, self.create(body)
+            if len(route) == 3 and route[0] == "batches" and route[2] == "cancel":
+                obj = self.cancel(route[1])
+                return None if obj is None else (200, obj)
+        except (BatchRequestError, ValueError) as e:
+            return 400, {"error": {"message": str(e), "type": "invalid_request_error"}}
+        return None
+
+    def delete(self, route: Route) -> Response | None:
+        """``DELETE /v1/files/{id}``."""
+        obj = self.delete_file(route[1]) if len(route) == 2 and route[0] == "files" else None
+        return None if obj is None else (200, obj)
 
     def retrieve(self, bid: str, answer: Answer) -> dict[str, Any] | None:
         """The batch as it stands now; past ``delay_s`` it ends as ``outcome`` says."""
