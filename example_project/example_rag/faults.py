@@ -23,7 +23,6 @@ on changes neither the others' draws nor the sampler's.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -31,6 +30,7 @@ from dataclasses import dataclass, replace
 from pytest_ragdive import CallInfo, Context
 
 from .reader import Reading
+from .sampling import call_seed
 from .text import split_sentences
 
 FAULTS = ("break", "memory", "forget")
@@ -61,12 +61,7 @@ class Faults:
         rate = float(getattr(self, f"{name}_rate"))
         if rate <= 0:
             return False
-        if call_info is not None:
-            seed = f"{name}:{base_seed}:{call_info.seed}:{call_info.turn}"
-        else:
-            text = "\x00".join(f"{m.get('role')}:{m.get('content')}" for m in messages)
-            seed = f"{name}:{base_seed}:{hashlib.sha256(text.encode()).hexdigest()}"
-        return random.Random(seed).random() < rate
+        return random.Random(f"{name}:{call_seed(messages, call_info, base_seed)}").random() < rate
 
 
 def break_answer(reading: Reading, contexts: Sequence[Context]) -> Reading:

@@ -52,9 +52,13 @@ def sampler_for(
     """The sampler of one call (None at temperature 0)."""
     if temperature <= 0:
         return None
+    return Sampler(temperature, call_seed(messages, call_info, base_seed))
+
+
+def call_seed(messages: Sequence[Mapping[str, str]], call_info: CallInfo | None, base_seed: int = 0) -> str:
+    """The seed of one call: from ``call_info`` (stable per conversation, run and turn)
+    when the plugin gives it, else from the messages."""
     if call_info is not None:
-        seed = f"{base_seed}:{call_info.seed}:{call_info.turn}"
-    else:
-        text = "\x00".join(f"{m.get('role')}:{m.get('content')}" for m in messages)
-        seed = f"{base_seed}:{hashlib.sha256(text.encode()).hexdigest()}"
-    return Sampler(temperature, seed)
+        return f"{base_seed}:{call_info.seed}:{call_info.turn}"
+    text = "\x00".join(f"{m.get('role')}:{m.get('content')}" for m in messages)
+    return f"{base_seed}:{hashlib.sha256(text.encode()).hexdigest()}"
