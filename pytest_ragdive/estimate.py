@@ -273,7 +273,7 @@ def estimate(
                     extra.extend(_Call(role, model, pt, assume.completion_tokens.get(role, 100), False)
                                  for _ in range(n))
             else:
-                template = plan.template
+                template = plan.new_conversation()
                 assert template is not None
                 before = previous.get(plan.key)
                 if before is not None and _same_inputs(before, template):

@@ -140,7 +140,7 @@ class Pipeline:
                 elif plan.kind == "sharded":
                     conv = await self._run_sharded(plan, target)
                 else:
-                    template = plan.template  # a fresh conversation
+                    template = plan.new_conversation()
                     assert template is not None
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
                 if conv.error is None:
@@ -164,7 +164,7 @@ class Pipeline:
         from .users.sharded import ReplyScorer, ShardedUser
 
         sc = self.cfg.suites[plan.suite]
-        conv = plan.template  # a fresh conversation
+        conv = plan.new_conversation()
         assert conv is not None and plan.question is not None and conv.sharded is not None
         simulator = classifier = judge = None
         if self.cfg.llm_enabled():

@@ -32,8 +32,7 @@ class Plan(BaseModel):
     spec: GeneratedSpec | None = None
     question: ShardedQuestion | None = None  # sharded: the question; the script carries the condition
 
-    @property
-    def template(self) -> Conversation | None:
+    def new_conversation(self) -> Conversation | None:
         """The conversation to run, not yet run: a fresh one on every call (None for a
         generated plan, whose conversation its simulator builds, and once released)."""
         s = self.script
@@ -193,7 +192,7 @@ def expected_turns(plan: Plan) -> int:
         condition = plan.conv_id.rsplit(".", 1)[-1]
         shards = len(plan.question.shards)
         return {"full": 1, "concat": 1, "recap": shards + 1}.get(condition, shards)
-    conv = plan.template
+    conv = plan.new_conversation()
     if conv is not None:
         turns = conv.turns
         return len(turns) + sum(1 for t in turns[1:] if t.standalone_question and t.standalone_question != t.rag_input)

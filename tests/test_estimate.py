@@ -82,7 +82,7 @@ def test_warm_estimate_matches_the_cache_a_real_run_left(tmp_path: Path) -> None
     with FakeLLMServer(handler=lambda body: GOOD) as server:
         cfg = _cfg(server, tmp_path)
         plans = plan_all(cfg, True, [])
-        convs = {p.key: _answered(p.template) for p in plans if p.template is not None}
+        convs = {p.key: _answered(c) for p in plans if (c := p.new_conversation()) is not None}
 
         async def judge_all() -> None:
             client = LLMClient.from_config(cfg)
