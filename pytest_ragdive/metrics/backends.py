@@ -26,13 +26,12 @@ def conversation_judge(
     """The judge of ``conv`` with ``cfg.judge_backend`` (ragas is imported only when chosen):
     feed it each answered turn as the turn loop goes (``turn_answered``), then ``await
     finish()`` once the offline scores are written."""
+    if cfg.judge_backend == "ragas":
+        from .ragas_backend import ragas_conversation_judge
+
+        return ragas_conversation_judge(conv, client, cfg, documents)
     from .judged import ConversationJudge
 
-    if cfg.judge_backend == "ragas":
-        from .ragas_backend import RAGAS_JUDGES, require_ragas
-
-        require_ragas()
-        return ConversationJudge(conv, client, cfg, documents, backend_judges=RAGAS_JUDGES)
     return ConversationJudge(conv, client, cfg, documents)
 
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from ..errors import RagasNotInstalled
 from ..prompts import FENCE_NOTE, fence
 from ..records import Conversation, Document, JudgeCalls, Turn
-from .judged import JudgeFactory, JudgeFn, Outcome, judge_conversation
+from .judged import ConversationJudge, JudgeFactory, JudgeFn, Outcome
 from .judged.cascade import default_model
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INSTALL_HINT",
     "judge_conversation_ragas",
+    "ragas_conversation_judge",
     "RAGAS_JUDGES",
     "RAGAS_METRICS",
     "RagasInvalidOutput",
@@ -84,17 +85,22 @@ def require_ragas() -> Mapping[str, Any]:
     ))
 
 
+def ragas_conversation_judge(
+    conv: Conversation, client: LLMClient, cfg: RagdiveConfig, documents: Mapping[str, Document]
+) -> ConversationJudge:
+    """The judge of ``conv`` with the ragas backend (whatever ``cfg.judge_backend`` says):
+    faithfulness, context_precision and context_recall come from ragas; correctness,
+    forgetfulness and context_retention from our prompts. Raises
+    :class:`RagasNotInstalled` when ragas is missing (before any call)."""
+    require_ragas()
+    return ConversationJudge(conv, client, cfg, documents, backend_judges=RAGAS_JUDGES)
+
+
 async def judge_conversation_ragas(
     conv: Conversation, client: LLMClient, cfg: RagdiveConfig, documents: Mapping[str, Document]
 ) -> None:
-    """:func:`~.judged.judge_conversation` with the ragas backend (whatever ``cfg.judge_backend`` says).
-
-    faithfulness, context_precision and context_recall come from ragas; correctness,
-    forgetfulness and context_retention from our prompts. Raises
-    :class:`RagasNotInstalled` when ragas is missing (before any call).
-    """
-    require_ragas()
-    await judge_conversation(conv, client, cfg, documents, backend_judges=RAGAS_JUDGES)
+    """:func:`~.judged.judge_conversation` with the ragas backend (:func:`ragas_conversation_judge`)."""
+    await ragas_conversation_judge(conv, client, cfg, documents).finish()
 
 
 def check_judge_backend(cfg: RagdiveConfig) -> None:
