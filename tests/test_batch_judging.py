@@ -68,6 +68,16 @@ def test_batch_submit_poll_cache_and_replay(tmp_path: Path) -> None:
         assert [c.scores for c in replay] == [c.scores for c in convs]
 
 
+def test_one_batch_whatever_the_requests_in_flight(tmp_path: Path) -> None:
+    """Batched judge calls hold no request slot: with one request in flight they still
+    go out as one batch (the judge calls' admission gate would have split them into
+    batches of 2 x max_in_flight, waited for one after another)."""
+    with FakeLLMServer(handler=lambda body: GOOD, batch_delay_s=0.05) as server:
+        convs, stats = _judge(_cfg(server, tmp_path, max_in_flight=1))
+        assert len(server.batch.batches) == 1 and server.batch.lines_answered == CALLS
+        assert server.request_count == 0 and stats.total().batched == CALLS
+
+
 def test_failed_batch_falls_back_to_direct_calls_with_one_line(tmp_path: Path) -> None:
     with FakeLLMServer(handler=lambda body: GOOD, batch_outcome="failed") as server:
         convs, stats = _judge(_cfg(server, tmp_path))

@@ -339,7 +339,9 @@ class LLMClient:
         """(response, from_cache, key) for one logical call: cache, single flight,
         fetch, store (a structured reply only when it parses)."""
         await self._bind_loop()
-        gate = self._judge_gate if call.role == "judge" else None
+        # judge calls are admitted as request slots come free; a batched one holds no slot
+        # (gating it would split one batch into many, sent one after another)
+        gate = self._judge_gate if call.role == "judge" and not self._sender.batches(call) else None
         if gate is None:
             return await self._complete_now(messages, call, repair)
         async with gate:

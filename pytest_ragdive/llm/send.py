@@ -91,9 +91,13 @@ class Sender:
         for tr in list(self._transports.values()):
             await tr.aclose()
 
+    def batches(self, call: Call) -> bool:
+        """Whether this call goes to the batch API (judge calls with ``judge_mode = "batch"``)."""
+        return call.role == "judge" and self.cfg.judge_mode == "batch"
+
     def _batcher(self, call: Call) -> Any:
-        """The batch sender for this call (judge calls with ``judge_mode = "batch"``), else None."""
-        if call.role != "judge" or self.cfg.judge_mode != "batch":
+        """The batch sender for this call (see :meth:`batches`), else None."""
+        if not self.batches(call):
             return None
         if self._batch is None:
             from .batch import BatchSender
