@@ -18,7 +18,8 @@ teams that want every answer re-grounded in its own retrieval gate on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 
 from ..records import Conversation, Turn
 from .lexical import (
@@ -40,6 +41,7 @@ __all__ = [
     "CONVERSATION_METRICS",
     "TURN_METRICS",
     "conversation_support",
+    "conversation_supports",
     "safety_failures",
     "score_conversation",
     "score_turn",
@@ -72,15 +74,22 @@ def user_statements(message: str) -> list[str]:
     return [s for s in split_sentences(message) if not s.rstrip().endswith("?")]
 
 
+def conversation_supports(turns: Sequence[Turn]) -> Iterator[list[str]]:
+    """For each turn in order, what the conversation established before its answer: the
+    user's statements up to and including that turn, and the grounded units of earlier
+    answers (built once for the whole conversation)."""
+    established: list[str] = []
+    for t in turns:
+        own = user_statements(t.rag_input)
+        yield established + own
+        established += own
+        established += grounded_units(t.answer, t.contexts)
+
+
 def conversation_support(turns: Sequence[Turn], index: int) -> list[str]:
-    """What the conversation established before the answer of ``turns[index]``: the user's
-    statements up to and including this turn, and the grounded units of earlier answers."""
-    out: list[str] = []
-    for t in turns[: index + 1]:
-        out.extend(user_statements(t.rag_input))
-        if t is not turns[index]:
-            out.extend(grounded_units(t.answer, t.contexts))
-    return out
+    """What the conversation established before the answer of ``turns[index]``
+    (:func:`conversation_supports`)."""
+    return next(itertools.islice(conversation_supports(turns), index, None))
 
 
 def score_turn(
@@ -161,12 +170,8 @@ def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
       forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
-    established: list[str] = []  # conversation_support(conv.turns, i) before turn i's own statements, built once
-    for turn in conv.turns:
-        own = user_statements(turn.rag_input)
-        turn.scores.update(score_turn(turn, k=k, conversation=established + own))
-        established += own
-        established += grounded_units(turn.answer, turn.contexts)
+    for turn, support in zip(conv.turns, conversation_supports(conv.turns), strict=True):
+        turn.scores.update(score_turn(turn, k=k, conversation=support))
     for msg in safety_failures(conv):
         if msg not in conv.failures:
             conv.failures.append(msg)
