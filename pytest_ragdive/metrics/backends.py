@@ -69,13 +69,9 @@ class JudgeAsItRuns:
         """Write ``conv``'s judged scores, verdicts and call counts (after its offline scores)."""
         if self._error is not None:
             raise self._error
-        judge = self.judge
-        if judge is not None and judge.conv is not conv:
-            await judge.discard()
-            judge = None
-        if judge is None:
-            judge = self.judge = self._make(conv)
-        await judge.finish()
+        if self.judge is None:  # no turn was answered
+            self.judge = self._make(conv)
+        await self.judge.finish()
 
     def cancel(self) -> None:
         """Cancel the calls not finished (nothing is written)."""

@@ -128,12 +128,6 @@ class ConversationJudge:
         if self._error is not None:
             await self.discard()
             raise self._error
-        kept = {id(t) for t in answered}
-        for key, its in self._items.items():  # turns judged that the conversation no longer holds
-            if key not in kept:
-                for *_, v in its:
-                    if not isinstance(v, Verdict):
-                        v.cancel()
         items = [it for t in answered for it in self._items[id(t)]]
         if len(answered) >= 2:
             values = {"transcript": transcript(answered)}
