@@ -115,3 +115,28 @@ def test_batch_prices_are_the_batch_rates() -> None:
         return
     assert batch is not None and batch < normal
     assert prices.cost("openai/no-such-model", 10, 10, batch=True) is None
+
+
+def test_a_judge_call_a_turn_loop_waits_for_is_sent_directly(tmp_path: Path) -> None:
+    """The sharded correctness judge runs inside a turn (``turn_loop=True``): with
+    ``judge_mode = "batch"`` it is sent at once, not batched; other judge calls are."""
+    from pydantic import BaseModel
+
+    class Reply(BaseModel):
+        correct: bool
+
+    with FakeLLMServer(handler=lambda body: GOOD, batch_delay_s=0.05) as server:
+        cfg = _cfg(server, tmp_path)
+
+        async def go(turn_loop: bool, text: str) -> bool | None:
+            client = LLMClient.from_config(cfg)
+            try:
+                res = await client.complete_json("judge", [{"role": "user", "content": text}], Reply, turn_loop=turn_loop)
+                return None if res.value is None else res.value.correct
+            finally:
+                await client.aclose()
+
+        assert asyncio.run(go(True, "in a turn")) is True
+        assert server.request_count == 1 and not server.batch.batches
+        assert asyncio.run(go(False, "after the turns")) is True
+        assert server.request_count == 1 and len(server.batch.batches) == 1

@@ -47,6 +47,7 @@ from .coalesce import Heartbeats, SingleFlight, claim_or_wait
 from .redact import Secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
+from .slots import JUDGE, TURN_LOOP, priority_of
 from .stats import ROLES, LLMStats
 from .structured import parse_reply, repair_messages, usable_reply
 from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
@@ -248,16 +249,20 @@ class LLMClient:
         prompt_version: str | None = None,
         model: str | None = None,
         seed: int | None = None,
+        turn_loop: bool = False,
     ) -> LLMResult[T]:
         """A reply parsed into ``schema``; ``value`` None (and ``error`` set) when
-        invalid after one repair call."""
+        invalid after one repair call. ``turn_loop``: a conversation's turn loop waits
+        for this call (a judge call in a sharded turn): it gets a slot with the turn-loop
+        calls and is never batched."""
         model = model or self.model_for(role)
         _check_role(role)
         temperature, seed = self._sampling(role, seed)
         js = self._json_schema(schema)
         configured = self.cfg.llm.structured_output
         msgs = [dict(m) for m in messages]
-        call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured)
+        priority = TURN_LOOP if turn_loop else priority_of(role)
+        call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured, priority)
         self._stats.bump(role, model, calls=1)
         r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
@@ -300,7 +305,7 @@ class LLMClient:
         _check_role(role)
         temperature, seed = self._sampling(role, seed)
         self._stats.bump(role, model, calls=1)
-        call = Call(role, model, temperature, seed, prompt_id, prompt_version)
+        call = Call(role, model, temperature, seed, prompt_id, prompt_version, priority=priority_of(role))
         r, cached, _ = await self._complete([dict(m) for m in messages], call)
         return LLMResult(
             r.content,
@@ -341,7 +346,7 @@ class LLMClient:
         await self._bind_loop()
         # judge calls are admitted as request slots come free; a batched one holds no slot
         # (gating it would split one batch into many, sent one after another)
-        gate = self._judge_gate if call.role == "judge" and not self._sender.batches(call) else None
+        gate = self._judge_gate if call.priority == JUDGE and not self._sender.batches(call) else None
         if gate is None:
             return await self._complete_now(messages, call, repair)
         async with gate:

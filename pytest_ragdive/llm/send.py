@@ -18,7 +18,7 @@ from .breaker import CircuitBreaker
 from .cache import CachedResponse
 from .redact import Secrets
 from .retry import Exhausted, RetryPolicy, Tries
-from .slots import PrioritySlots, priority_of
+from .slots import JUDGE, TURN_LOOP, PrioritySlots
 from .stats import LLMStats
 from .structured import ModeChooser, build_request
 from .transport import Transport, make_transport, transport_for
@@ -42,6 +42,9 @@ class Call:
     schema: type[BaseModel] | None = None
     json_schema: dict[str, Any] | None = None
     configured: str | None = None
+    #: its request slot's priority (.slots): a turn loop's calls first, judge calls after;
+    #: a judge call a turn loop waits for (``turn_loop=True``) counts as a turn-loop call
+    priority: int = TURN_LOOP
 
 
 class Sender:
@@ -92,8 +95,9 @@ class Sender:
             await tr.aclose()
 
     def batches(self, call: Call) -> bool:
-        """Whether this call goes to the batch API (judge calls with ``judge_mode = "batch"``)."""
-        return call.role == "judge" and self.cfg.judge_mode == "batch"
+        """Whether this call goes to the batch API (judge calls no turn loop waits for,
+        with ``judge_mode = "batch"``)."""
+        return call.priority == JUDGE and self.cfg.judge_mode == "batch"
 
     def _batcher(self, call: Call) -> Any:
         """The batch sender for this call (see :meth:`batches`), else None."""
@@ -169,7 +173,7 @@ class Sender:
                 return out
         sem = self._sem
         assert sem is not None
-        priority = priority_of(role)  # turn-loop calls before judge calls (.slots)
+        priority = call.priority  # turn-loop calls before judge calls (.slots)
 
         breaker = self._breaker(transport, model)
 

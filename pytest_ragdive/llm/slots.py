@@ -1,6 +1,7 @@
 """Requests in flight: ``llm.max_in_flight`` slots handed out by priority.
 
-A conversation's turn loop (simulator, validator, classifier calls) is its
+A conversation's turn loop (simulator, validator, classifier calls, and a
+judge call made inside a turn, ``complete_json(..., turn_loop=True)``) is its
 critical path: each call waits for the one before it, while a finished
 conversation's judge calls can be sent in any order. So when requests wait for
 a slot, turn-loop calls go first (:data:`TURN_LOOP`) and judge calls fill the
@@ -24,7 +25,8 @@ JUDGE = 1
 
 
 def priority_of(role: str) -> int:
-    """The slot priority of a role's calls (lower goes first)."""
+    """The slot priority of a role's calls (lower goes first), unless the caller says
+    its turn loop waits for the call."""
     return JUDGE if role == "judge" else TURN_LOOP
 
 

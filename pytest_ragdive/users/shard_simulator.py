@@ -115,7 +115,7 @@ class LLMJudge:
             references="\n".join(f"- {r}" for r in q.references),
             candidate=fence(extracted, "candidate"),
         )
-        res = await self.client.complete_json(
-            "judge", messages, JudgeReply, prompt_id=prompt.id, prompt_version=prompt.version
+        res = await self.client.complete_json(  # the sharded turn waits for it
+            "judge", messages, JudgeReply, prompt_id=prompt.id, prompt_version=prompt.version, turn_loop=True
         )
         return None if res.value is None else float(res.value.correct)
