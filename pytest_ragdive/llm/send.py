@@ -7,7 +7,6 @@ redacted :class:`~pytest_ragdive.errors.LLMCallError` (or
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,11 +142,6 @@ class Sender:
         role, model = call.role, call.model
         transport = self.transport(model)
         api_key = self.secrets.api_key(transport.name)
-        # the request gets its own copy of the (shared, per-schema) JSON schema where a transport
-        # may edit it (litellm; the lean path only serialises it)
-        req_schema = call.json_schema
-        if req_schema is not None and transport.name != "openai_http":
-            req_schema = copy.deepcopy(req_schema)
         mode = None
         if call.json_schema is not None and call.configured:
             mode = self._modes.mode(model, call.configured, transport)
@@ -157,7 +151,7 @@ class Sender:
             temperature=call.temperature,
             seed=call.seed,
             schema=call.schema,
-            json_schema=req_schema,
+            json_schema=call.json_schema,
         )
         batcher = self._batcher(call)
         if batcher is not None:
@@ -201,7 +195,7 @@ class Sender:
                         temperature=call.temperature,
                         seed=call.seed,
                         schema=call.schema,
-                        json_schema=req_schema,
+                        json_schema=call.json_schema,
                     )
                     tries.n -= 1
                     continue

@@ -9,6 +9,7 @@ Neither retries (the client's :mod:`.retry` does), neither imports its library
 from __future__ import annotations
 
 import asyncio
+import copy
 import email.utils
 import json
 import os
@@ -141,7 +142,7 @@ class LiteLLMTransport:
             "timeout": timeout_s + 1.0,  # ours (asyncio.timeout) fires first
             "num_retries": 0,
             "max_retries": 0,
-            **req.params,
+            **copy.deepcopy(req.params),  # litellm edits the schema it is given; ours is shared per schema
         }
         if self.api_base:
             kwargs["api_base"] = self.api_base
