@@ -79,11 +79,14 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 sys.path[:0] = [str(ROOT), str(EXAMPLE)]
 
-from pytest_ragdive.baseline import GateRow, baseline_table, build_baseline, gate_row, paired_rows  # noqa: E402
-from pytest_ragdive.config import load_config  # noqa: E402
+from pytest_ragdive.core.config import load_config  # noqa: E402
+from pytest_ragdive.core.records import Conversation  # noqa: E402
+from pytest_ragdive.core.results import BaselineMetric  # noqa: E402
+from pytest_ragdive.gate.baseline import build_baseline  # noqa: E402
+from pytest_ragdive.gate.paired import ConvValue, Table, alpha_for_look, baseline_table, conversation_value  # noqa: E402
+from pytest_ragdive.gate.power import power  # noqa: E402
+from pytest_ragdive.gate.rows import GateRow, gate_row, paired_rows  # noqa: E402
 from pytest_ragdive.metrics.registry import METRICS  # noqa: E402
-from pytest_ragdive.paired import ConvValue, Table, alpha_for_look, conversation_value, power  # noqa: E402
-from pytest_ragdive.records import BaselineMetric, Conversation  # noqa: E402
 
 CONFIG = EXAMPLE / "pyproject.toml"
 TEMPERATURE = 0.2
@@ -137,7 +140,7 @@ def scored(suite: str, rates: dict[str, float], runs: int, seed: int = 0) -> lis
     from example_rag import BotConfig, HelpCentreBot
     from example_rag.faults import Faults
 
-    from pytest_ragdive.api import run_suite
+    from pytest_ragdive.run.api import run_suite
 
     convs: list[Conversation] = []
     bot = HelpCentreBot(BotConfig(temperature=TEMPERATURE, seed=seed, faults=Faults(**rates)))
@@ -149,7 +152,7 @@ def scored(suite: str, rates: dict[str, float], runs: int, seed: int = 0) -> lis
 
 
 def compact(suite: str, convs: Sequence[Conversation], gate: dict[str, float]) -> list[Run]:
-    from pytest_ragdive.aggregate import aggregate
+    from pytest_ragdive.metrics.aggregate import aggregate
 
     out = []
     for r in sorted({c.run for c in convs}):
@@ -183,7 +186,7 @@ def record(runs: Sequence[Run], metric: str, tol: float) -> BaselineMetric:
 
 def check_record(suite: str, gate: dict[str, float]) -> None:
     """The baseline this benchmark stores equals the plugin's (``build_baseline``)."""
-    from pytest_ragdive.aggregate import aggregate
+    from pytest_ragdive.metrics.aggregate import aggregate
 
     convs = scored(suite, {}, 3)
     bl = build_baseline({suite: aggregate(suite, convs)}, gate, config_hash="", backend="offline", judge_models={},

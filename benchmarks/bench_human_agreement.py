@@ -37,10 +37,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pytest_ragdive.core.records import Context, Turn  # noqa: E402
 from pytest_ragdive.metrics.lexical import split_sentences  # noqa: E402
 from pytest_ragdive.metrics.offline import score_turn, user_statements  # noqa: E402
 from pytest_ragdive.metrics.text import asserted_units, match_terms  # noqa: E402
-from pytest_ragdive.records import Context, Turn  # noqa: E402
 
 DIMENSIONS = ("faithfulness", "completeness", "appropriateness", "naturalness")
 OFFLINE = ("faithfulness", "faithfulness_strict", "correctness", "answer_f1", "answer_attempt_rate")

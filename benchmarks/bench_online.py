@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_ragdive.core.records import Context, TargetResponse
 from pytest_ragdive.online import RagMetrics, monitored, request_signals
-from pytest_ragdive.records import Context, TargetResponse
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = (

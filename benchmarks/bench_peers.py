@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 SERVER = r'''
 import json, re, sys
 from pytest_ragdive.testing import FakeLLMServer
-from pytest_ragdive.testing_replies import example_from_schema
+from pytest_ragdive.testing.replies import example_from_schema
 
 def example(schema, defs):
     return example_from_schema(schema, defs, fill=True)
@@ -110,9 +110,9 @@ class Server:
 
 
 def run_ragdive(url: str, data: list[dict[str, Any]], concurrency: int, transport: str, cache_dir: str) -> float:
+    from pytest_ragdive.core.records import Context, Conversation, Turn
     from pytest_ragdive.llm import LLMClient
     from pytest_ragdive.metrics.judged import judge_conversation
-    from pytest_ragdive.records import Context, Conversation, Turn
     from pytest_ragdive.testing import config_for
 
     cfg = config_for(url, cache_dir=cache_dir, concurrency=concurrency, llm={"transport": transport})

@@ -43,7 +43,7 @@ EXAMPLE = ROOT / "example_project"
 SERVER = r'''
 import itertools, json, sys, time
 from pytest_ragdive.testing import FakeLLMServer
-from pytest_ragdive.testing_replies import example_from_schema
+from pytest_ragdive.testing.replies import example_from_schema
 
 n = itertools.count()
 T = []  # when each request's reply was made (monotonic; the request came latency_s earlier)

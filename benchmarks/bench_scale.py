@@ -207,8 +207,8 @@ PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), f
     ("holding a scored conversation (JSON, page body, zlib)", ("HeldConversations.add",)),
     ("offline scoring", ("score_conversation",)),
     ("conclude, aggregate, reports", ("RagdiveSession.conclude", "write_reports", "publish (")),
-    ("turn loop, target hand-off, event loop", ("ragdive-loop", "ragdive-target", "pytest_ragdive/runner.py",
-                                                "pytest_ragdive/target.py")),
+    ("turn loop, target hand-off, event loop", ("ragdive-loop", "ragdive-target", "pytest_ragdive/run/turn_loop.py",
+                                                "pytest_ragdive/run/target.py")),
     ("pytest's own work per item", ("pytest_runtest_protocol",)),
     ("start-up: configure, planning, collection, imports", ("pytest_configure", "pytest_collection", "_find_and_load",
                                                              "pytest_sessionstart", "pytest_cmdline_main")),
@@ -257,8 +257,8 @@ def profile(n: int) -> None:
 def planning(sizes: list[int]) -> None:
     """Seconds to load and plan ``n`` single-turn rows (JSONL and YAML), and seconds per 1,000 rows."""
     sys.path.insert(0, str(ROOT))
-    from pytest_ragdive.config import load_config
-    from pytest_ragdive.planning import plan_all
+    from pytest_ragdive.core.config import load_config
+    from pytest_ragdive.run.planning import plan_all
 
     print("\nplanning: single-turn rows loaded and planned (no conversation runs)\n")
     print("|    rows | format | seconds | s per 1,000 rows | plans |")

@@ -47,8 +47,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from pytest_ragdive.records import ShardedReport
-    from pytest_ragdive.sharded_report import HEADER, _est, decomposition_rows
+    from pytest_ragdive.sharded.records import ShardedReport
+    from pytest_ragdive.sharded.report import HEADER, _est, decomposition_rows
 
     reports = {name: ShardedReport.model_validate(run(env, args.runs)) for name, env in CONFIGS.items()}
     print("| bot | FULL | CONCAT | SHARDED | sharded_gap [95% CI] | wording | delivery | RECAP recovery | "

@@ -1,5 +1,12 @@
 """pytest-ragdive: gate CI on the quality of a RAG chatbot.
 
+What a user's conftest and scripts import is here: the records a target returns
+and a check reads, the config, the stand-alone API, the baseline and its
+assertion helpers, the ready-made HTTP target and the production wrapper.
+The packages behind them are named by concern (``plugin``, ``core``, ``run``,
+``sources``, ``metrics``, ``gate``, ``reports``, ``sharded``, ``llm``, ``online``,
+``cli``, ``testing``; see docs/architecture.md).
+
 The package is imported in every pytest run of a project that installs the
 plugin, so its public names load lazily (PEP 562): importing
 ``pytest_ragdive`` costs nothing until a name is used.
@@ -12,25 +19,37 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# public name -> the module (under pytest_ragdive) that defines it
 _EXPORTS = {
-    "Baseline": "records",
-    "BaselineMetric": "records",
-    "CallInfo": "records",
-    "Context": "records",
-    "Conversation": "records",
-    "Document": "records",
-    "Message": "records",
-    "MetricValue": "records",
-    "SuiteResult": "records",
-    "TargetResponse": "records",
-    "Turn": "records",
-    "Verdict": "records",
-    "Target": "target",
-    "assert_in_band": "baseline",
-    "assert_no_regression": "baseline",
-    "load_baseline": "baseline",
-    "GateRow": "baseline",
-    "run_suite": "api",
+    # records
+    "CallInfo": "core.records",
+    "Context": "core.records",
+    "Conversation": "core.records",
+    "Document": "core.records",
+    "Message": "core.records",
+    "TargetResponse": "core.records",
+    "Turn": "core.records",
+    "Verdict": "core.records",
+    "Baseline": "core.results",
+    "BaselineMetric": "core.results",
+    "MetricValue": "core.results",
+    "SuiteResult": "core.results",
+    # config
+    "RagdiveConfig": "core.config",
+    "load_config": "core.config",
+    "RecordMode": "core.config_models",
+    # the chatbot under test
+    "Target": "run.target",
+    "http_target": "run.http_target",
+    # running outside pytest
+    "run_suite": "run.api",
+    # the gate
+    "GateRow": "gate.bands",
+    "load_baseline": "gate.baseline",
+    "assert_in_band": "gate.assertions",
+    "assert_no_regression": "gate.assertions",
+    # production
+    "monitored": "online.monitor",
 }
 
 __all__ = [
@@ -43,6 +62,8 @@ __all__ = [
     "GateRow",
     "Message",
     "MetricValue",
+    "RagdiveConfig",
+    "RecordMode",
     "SuiteResult",
     "Target",
     "TargetResponse",
@@ -51,28 +72,25 @@ __all__ = [
     "__version__",
     "assert_in_band",
     "assert_no_regression",
+    "http_target",
     "load_baseline",
+    "load_config",
+    "monitored",
     "run_suite",
 ]
 
 if TYPE_CHECKING:
-    from .api import run_suite
-    from .baseline import GateRow, assert_in_band, assert_no_regression, load_baseline
-    from .records import (
-        Baseline,
-        BaselineMetric,
-        CallInfo,
-        Context,
-        Conversation,
-        Document,
-        Message,
-        MetricValue,
-        SuiteResult,
-        TargetResponse,
-        Turn,
-        Verdict,
-    )
-    from .target import Target
+    from .core.config import RagdiveConfig, load_config
+    from .core.config_models import RecordMode
+    from .core.records import CallInfo, Context, Conversation, Document, Message, TargetResponse, Turn, Verdict
+    from .core.results import Baseline, BaselineMetric, MetricValue, SuiteResult
+    from .gate.assertions import assert_in_band, assert_no_regression
+    from .gate.bands import GateRow
+    from .gate.baseline import load_baseline
+    from .online.monitor import monitored
+    from .run.api import run_suite
+    from .run.http_target import http_target
+    from .run.target import Target
 
 
 def __getattr__(name: str) -> Any:
@@ -81,3 +99,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'pytest_ragdive' has no attribute {name!r}")
     # not cached in globals(): the module in sys.modules is the source of truth
     return getattr(importlib.import_module(f".{mod}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

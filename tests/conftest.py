@@ -13,12 +13,12 @@ import yaml  # noqa: F401  (its C extension, too, is loaded once per process)
 
 # Likewise the plugin's own modules: loaded once, so classes compared with
 # isinstance/except are the same objects in every in-process run.
-import pytest_ragdive.aggregate  # noqa: F401
-import pytest_ragdive.api  # noqa: F401
-import pytest_ragdive.items  # noqa: F401
+import pytest_ragdive.metrics.aggregate  # noqa: F401
 import pytest_ragdive.metrics.offline  # noqa: F401
-import pytest_ragdive.report  # noqa: F401
-import pytest_ragdive.session  # noqa: F401
+import pytest_ragdive.plugin.items  # noqa: F401
+import pytest_ragdive.plugin.session  # noqa: F401
+import pytest_ragdive.reports.write  # noqa: F401
+import pytest_ragdive.run.api  # noqa: F401
 
 TOY_CONFTEST = textwrap.dedent(
     '''

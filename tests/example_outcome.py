@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_ragdive.api import run_suite
-from pytest_ragdive.baseline import load_baseline
-from pytest_ragdive.conclude import RunFacts, conclude
-from pytest_ragdive.config import load_config
-from pytest_ragdive.outcome import RunOutcome
-from pytest_ragdive.records import Conversation, TargetResponse
+from pytest_ragdive.core.config import load_config
+from pytest_ragdive.core.records import Conversation, TargetResponse
+from pytest_ragdive.gate.baseline import load_baseline
+from pytest_ragdive.gate.conclude import RunFacts, conclude
+from pytest_ragdive.gate.outcome import RunOutcome
+from pytest_ragdive.run.api import run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"

@@ -10,10 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.aggregate import aggregate
-from pytest_ragdive.baseline import baseline_note, build_baseline, check, dumps_baseline, load_baseline, write_baseline
-from pytest_ragdive.errors import BaselineError, UsageError
-from pytest_ragdive.records import Baseline, Conversation, Turn
+from pytest_ragdive.core.errors import BaselineError, UsageError
+from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.core.results import Baseline
+from pytest_ragdive.gate.baseline import (
+    baseline_note,
+    build_baseline,
+    dumps_baseline,
+    load_baseline,
+    write_baseline,
+)
+from pytest_ragdive.gate.rows import check
+from pytest_ragdive.metrics.aggregate import aggregate
 
 GATE = {"correctness": 0.03, "forgetfulness": 0.05, "safety_pass_rate": 0.0}
 EXAMPLE_V1 = Path(__file__).parent / "data" / "baseline_v1.json"  # the example baseline as 0.1 wrote it (format 1)

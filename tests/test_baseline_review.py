@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import SINGLE, results
 
-from pytest_ragdive.config import load_config
+from pytest_ragdive.core.config import load_config
 
 
 def record(toy: pytest.Pytester, *extra: str) -> pytest.RunResult:

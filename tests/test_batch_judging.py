@@ -6,10 +6,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from pytest_ragdive.core.records import Context, Conversation, Turn
 from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.llm.prices import PriceMap
 from pytest_ragdive.metrics.judged import judge_conversation
-from pytest_ragdive.records import Context, Conversation, Turn
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
 GOOD = {"claims": [{"claim": "c", "supported": True}], "verdicts": [{"relevant": True}],

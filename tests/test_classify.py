@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.metrics.classify import classify_response, extract_answer, score_answer
+from pytest_ragdive.sharded.classify import classify_response, extract_answer, score_answer
 
 CASES = [
     ("The Business plan allows 600 requests per minute.\nAnswer: 600 requests per minute", "answer_attempt"),

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from example_outcome import EXAMPLE, example_outcome
 
-from pytest_ragdive.baseline import build_baseline, load_baseline, write_baseline
-from pytest_ragdive.baseline_diff import diff_baselines, diff_lines
 from pytest_ragdive.cli import main
-from pytest_ragdive.config import load_config
+from pytest_ragdive.core.config import load_config
+from pytest_ragdive.gate.baseline import build_baseline, load_baseline, write_baseline
+from pytest_ragdive.gate.diff import diff_baselines
+from pytest_ragdive.reports.baseline_text import diff_lines
 
 BASELINE = EXAMPLE / "baseline.json"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import PYPROJECT
 
-from pytest_ragdive.config import load_config
-from pytest_ragdive.errors import ConfigError
+from pytest_ragdive.core.config import load_config
+from pytest_ragdive.core.errors import ConfigError
 
 
 @pytest.mark.parametrize(

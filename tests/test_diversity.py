@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.diversity import (
+from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.metrics.diversity import (
     cluster_questions,
     diversity_by_turn,
     mean_diversity,
     normalize_question,
     question_similarity,
 )
-from pytest_ragdive.records import Conversation, Turn
 
 
 def conv(cid: str, run: int, questions: list[str], doc: str = "d1") -> Conversation:

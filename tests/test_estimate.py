@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.estimate import Assumptions, ModelPrice, cache_lookup, estimate, price_map
+from pytest_ragdive.core.records import Context, Conversation
 from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.llm.cache import LLMCache
 from pytest_ragdive.metrics.judged import judge_conversation
-from pytest_ragdive.planning import plan_all
-from pytest_ragdive.records import Context, Conversation
+from pytest_ragdive.run.estimate import Assumptions, ModelPrice, cache_lookup, estimate, price_map
+from pytest_ragdive.run.planning import plan_all
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
 PRICE = ModelPrice(input=1e-6, output=2e-6, batch_input=0.5e-6, batch_output=1e-6)

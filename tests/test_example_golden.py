@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.config import load_config
+from pytest_ragdive.core.config import load_config
 from pytest_ragdive.sources.golden import (
     load_conversations,
     load_corpus,

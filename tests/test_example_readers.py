@@ -19,9 +19,10 @@ from example_rag import BotConfig, HelpCentreBot  # noqa: E402
 from example_rag.styles import blend_memory, paraphrase, restate  # noqa: E402
 
 from pytest_ragdive import run_suite  # noqa: E402
-from pytest_ragdive.baseline import assert_no_regression, load_baseline  # noqa: E402
-from pytest_ragdive.config import load_config  # noqa: E402
-from pytest_ragdive.records import SuiteResult  # noqa: E402
+from pytest_ragdive.core.config import load_config  # noqa: E402
+from pytest_ragdive.core.results import SuiteResult  # noqa: E402
+from pytest_ragdive.gate.assertions import assert_no_regression  # noqa: E402
+from pytest_ragdive.gate.baseline import load_baseline  # noqa: E402
 
 GATED = ["answer_f1", "correctness", "faithfulness", "recall_at_k", "context_recall", "forgetfulness", "safety_pass_rate"]
 

@@ -27,8 +27,8 @@ from example_rag import (  # noqa: E402
 )
 
 from pytest_ragdive import Document, TargetResponse  # noqa: E402
+from pytest_ragdive.run.target import as_async  # noqa: E402
 from pytest_ragdive.sources.golden import load_corpus as golden_load_corpus  # noqa: E402
-from pytest_ragdive.target import as_async  # noqa: E402
 
 ENV_KNOBS = (
     "EXAMPLE_RAG_HISTORY",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from test_baseline_file import conv, make
 
-from pytest_ragdive.aggregate import aggregate
-from pytest_ragdive.baseline import GateRow, check
-from pytest_ragdive.records import Baseline
+from pytest_ragdive.core.results import Baseline
+from pytest_ragdive.gate.rows import GateRow, check
+from pytest_ragdive.metrics.aggregate import aggregate
 
 GATE = {"correctness": 0.03, "forgetfulness": 0.05, "safety_pass_rate": 0.0}
 N = 20
@@ -95,8 +95,9 @@ def test_a_deterministic_bot_gets_the_bands_verdicts() -> None:
 def test_gate_policy_keys_sit_beside_the_tolerances(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
-    from pytest_ragdive.config import DEFAULT_GATE, load_config
-    from pytest_ragdive.errors import ConfigError
+    from pytest_ragdive.core.config import load_config
+    from pytest_ragdive.core.config_models import DEFAULT_GATE
+    from pytest_ragdive.core.errors import ConfigError
 
     p = tmp_path / "pyproject.toml"
     p.write_text('[tool.ragdive]\nmax_reruns = 1\n[tool.ragdive.gate]\nmethod = "band"\ninconclusive = "fail"\ncorrectness = 0.05\n')
@@ -114,8 +115,8 @@ def test_gate_policy_keys_sit_beside_the_tolerances(tmp_path) -> None:  # type: 
 
 
 def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
-    from pytest_ragdive.gate_report import paired_lines
-    from pytest_ragdive.records import Verdict
+    from pytest_ragdive.core.records import Verdict
+    from pytest_ragdive.reports.gate_lines import paired_lines
 
     run = [0.6] * (N - 2) + [1.0, 1.0]
     convs = [conv(f"c{i:02d}", 0, [v]) for i, v in enumerate(run)]
@@ -134,8 +135,8 @@ def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
 def test_rerun_plans_repeat_the_conversations_that_ran_with_later_run_numbers(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from pytest_ragdive.config import load_config
-    from pytest_ragdive.rerun import rerun_plans, suites_to_rerun
+    from pytest_ragdive.core.config import load_config
+    from pytest_ragdive.gate.rerun import rerun_plans, suites_to_rerun
 
     (tmp_path / "core.jsonl").write_text("\n".join(json.dumps({"question_id": q, "question": q + "?", "expected_answer": "x"}) for q in "abc"))
     (tmp_path / "ext.jsonl").write_text(json.dumps({"question_id": "z", "question": "z?", "expected_answer": "x"}))

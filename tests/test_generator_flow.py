@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from pytest_ragdive.config import GeneratedConfig
-from pytest_ragdive.records import Context, Conversation, Document, TargetResponse, ValidationStats
+from pytest_ragdive.core.config_models import GeneratedConfig
+from pytest_ragdive.core.records import Context, Conversation, Document, TargetResponse, ValidationStats
+from pytest_ragdive.run.target import as_async
+from pytest_ragdive.run.users.simulator import run_generated
 from pytest_ragdive.sources.generator import GeneratedSpec, conversation_seed, plan_generated
 from pytest_ragdive.sources.roles import load_roles
-from pytest_ragdive.target import as_async
 from pytest_ragdive.testing import FakeLLMServer, config_for
-from pytest_ragdive.users.simulator import run_generated
 
 DOC = Document(
     id="eiffel",

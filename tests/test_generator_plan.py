@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.config import GeneratedConfig
-from pytest_ragdive.prompts import load_prompt
-from pytest_ragdive.records import Document
+from pytest_ragdive.core.config_models import GeneratedConfig
+from pytest_ragdive.core.records import Document
+from pytest_ragdive.llm.prompts import load_prompt
 from pytest_ragdive.sources.generator import (
     GeneratedSpec,
     GenerationError,

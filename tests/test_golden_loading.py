@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_ragdive.config import RagdiveConfig
-from pytest_ragdive.errors import GoldenError
-from pytest_ragdive.planning import plan_all
+from pytest_ragdive.core.config import RagdiveConfig
+from pytest_ragdive.core.errors import GoldenError
+from pytest_ragdive.run.planning import plan_all
 from pytest_ragdive.sources import golden
 
 

@@ -15,12 +15,12 @@ import pytest
 from conftest import results
 from example_outcome import example_outcome
 
-from pytest_ragdive.aggregate import _bootstrap_all, aggregate
-from pytest_ragdive.held import HeldConversations
-from pytest_ragdive.html_report import conversation_body
-from pytest_ragdive.outcome import RunOutcome
-from pytest_ragdive.records import Conversation
-from pytest_ragdive.report import write_reports
+from pytest_ragdive.core.records import Conversation
+from pytest_ragdive.gate.outcome import RunOutcome
+from pytest_ragdive.metrics.aggregate import _bootstrap_all, aggregate
+from pytest_ragdive.reports.html import conversation_body
+from pytest_ragdive.reports.write import write_reports
+from pytest_ragdive.run.held import HeldConversations
 
 
 def _files(d: Path) -> dict[str, bytes]:

@@ -15,8 +15,8 @@ import pytest
 from example_outcome import HOSTILE, PRO_PRICE, example_outcome
 from pydantic import BaseModel, Field
 
-from pytest_ragdive.html_report import VERDICTS, render_html, write_html
-from pytest_ragdive.outcome import RunOutcome
+from pytest_ragdive.gate.outcome import RunOutcome
+from pytest_ragdive.reports.html import VERDICTS, render_html, write_html
 
 
 class Page(HTMLParser):

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from conftest import CONVS, PYPROJECT, SINGLE
 
-from pytest_ragdive.config import HttpTargetConfig
-from pytest_ragdive.errors import ConfigError, TargetError
-from pytest_ragdive.targets import HttpTarget, http, public_url
+from pytest_ragdive.core.config_models import HttpTargetConfig
+from pytest_ragdive.core.errors import ConfigError, TargetError
+from pytest_ragdive.run.http_target import HttpTarget, public_url
+from pytest_ragdive.run.http_target import http_target as http
 
 Reply = tuple[int, dict[str, str], bytes]
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import default_sigint, llm_project
 from test_plugin_llm import CORPUS, scripted
 
-from pytest_ragdive.interrupts import FORCED_EXIT, InterruptGuard
+from pytest_ragdive.plugin.interrupts import FORCED_EXIT, InterruptGuard
 from pytest_ragdive.testing import FAKE_KEY_ENV, FakeLLMServer
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -123,7 +123,7 @@ def test_the_guard_is_not_installed_outside_the_main_thread() -> None:
 def test_a_coroutine_sent_to_a_stopped_loop_is_closed_not_left_unawaited(recwarn: pytest.WarningsRecorder) -> None:
     import gc
 
-    from pytest_ragdive.runner import BackgroundLoop
+    from pytest_ragdive.run.turn_loop import BackgroundLoop
 
     loop = BackgroundLoop(concurrency=1)
     loop.close()
@@ -144,7 +144,7 @@ def test_an_abandoned_executor_call_closes_the_coroutine_it_returns() -> None:
     import asyncio
     import inspect
 
-    from pytest_ragdive.loop_executor import ClosingExecutor
+    from pytest_ragdive.run.loop_executor import ClosingExecutor
 
     made: list[object] = []
     release = threading.Event()
@@ -188,7 +188,7 @@ def test_a_litellm_call_cancelled_early_leaves_no_unawaited_coroutine(recwarn: p
 
     pytest.importorskip("litellm")
     from pytest_ragdive.llm.transport import LiteLLMTransport, Request
-    from pytest_ragdive.runner import BackgroundLoop
+    from pytest_ragdive.run.turn_loop import BackgroundLoop
 
     with FakeLLMServer(latency_s=0.5) as server:
         transport = LiteLLMTransport(server.url)

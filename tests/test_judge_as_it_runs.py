@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from pytest_ragdive import run_suite
-from pytest_ragdive.errors import GoldenError
+from pytest_ragdive.core.errors import GoldenError
+from pytest_ragdive.core.records import Context, Conversation, TargetResponse, Turn
 from pytest_ragdive.metrics import backends
-from pytest_ragdive.records import Context, Conversation, TargetResponse, Turn
-from pytest_ragdive.runner import run_conversation
+from pytest_ragdive.run.turn_loop import run_conversation
+from pytest_ragdive.run.users.scripted import ScriptedUser
 from pytest_ragdive.testing import FakeLLMServer, config_for
-from pytest_ragdive.testing_replies import example_from_schema
-from pytest_ragdive.users.scripted import ScriptedUser
+from pytest_ragdive.testing.replies import example_from_schema
 
 CONVERSATIONS = """
 conversations:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ragdive.core.records import Turn
+from pytest_ragdive.llm.prompts import load_prompt
 from pytest_ragdive.metrics.judged import judge_answer_relevance
 from pytest_ragdive.metrics.offline import score_turn
 from pytest_ragdive.metrics.registry import METRICS
-from pytest_ragdive.prompts import load_prompt
-from pytest_ragdive.records import Turn
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
 

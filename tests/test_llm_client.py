@@ -343,7 +343,7 @@ def test_per_role_models_temperature_and_seed(server: FakeLLMServer, tmp_path: P
 
 
 def test_config_errors(server: FakeLLMServer, tmp_path: Path, monkeypatch) -> None:
-    from pytest_ragdive.config import RagdiveConfig
+    from pytest_ragdive.core.config import RagdiveConfig
 
     c = LLMClient.from_config(RagdiveConfig(cache_dir=str(tmp_path)))
     with pytest.raises(LLMConfigError, match="no model for the judge role"):

@@ -23,8 +23,9 @@ import pytest
 from conftest import TOY_CONFTEST
 from pydantic import BaseModel
 
-from pytest_ragdive.config import LLMConfig, RagdiveConfig
-from pytest_ragdive.errors import CacheUnusable, EndpointUnavailable, RagdiveCacheWarning
+from pytest_ragdive.core.config import RagdiveConfig
+from pytest_ragdive.core.config_models import LLMConfig
+from pytest_ragdive.core.errors import CacheUnusable, EndpointUnavailable, RagdiveCacheWarning
 from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.llm import claims as claims_mod
 from pytest_ragdive.llm.breaker import CircuitBreaker

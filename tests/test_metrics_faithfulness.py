@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.core.records import Context, Conversation, Turn
 from pytest_ragdive.metrics.lexical import correctness, coverage, faithfulness, grounded_units
 from pytest_ragdive.metrics.offline import conversation_support, score_conversation, user_statements
-from pytest_ragdive.records import Context, Conversation, Turn
 
 CTX = [
     Context(id="p#1", doc_id="plans", text="The Pro plan costs $12 per month and includes 30 days of video history."),

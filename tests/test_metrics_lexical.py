@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.core.records import Context
 from pytest_ragdive.metrics.lexical import (
     answer_f1,
     citation_markers,
@@ -16,7 +17,6 @@ from pytest_ragdive.metrics.lexical import (
     split_sentences,
     strip_citations,
 )
-from pytest_ragdive.records import Context
 
 # ---------------------------------------------------------------- normalisation
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.core.records import Conversation, Turn
 from pytest_ragdive.metrics.multiturn import FORGETFUL_FLAG, apply_forgetfulness_probe, probe_forgetfulness
-from pytest_ragdive.records import Conversation, Turn
 
 GT1 = "Refunds are issued within 14 days to the original payment method."
 GT2 = "Exchanges are free within 30 days for unworn shoes."

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.core.records import Context, Conversation, Turn
 from pytest_ragdive.metrics.offline import TURN_METRICS, score_conversation, score_turn
 from pytest_ragdive.metrics.registry import METRICS
-from pytest_ragdive.records import Context, Conversation, Turn
 
 GT = "Refunds are issued within 14 days to the original payment method."
 CTX_A = Context(id="a#1", doc_id="A", text="Refunds are issued within 14 days to the original payment method.")

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from pytest_ragdive.core.records import Context
 from pytest_ragdive.metrics.retrieval import (
     context_precision,
     distinct_source_ids,
@@ -12,7 +13,6 @@ from pytest_ragdive.metrics.retrieval import (
     ndcg_at_k,
     recall_at_k,
 )
-from pytest_ragdive.records import Context
 
 
 def ctx(cid: str, doc: str | None = None, text: str = "") -> Context:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from pytest_ragdive.core.records import Turn
 from pytest_ragdive.metrics.safety import citation_ok, cited_ids, normalize_for_match, safety_pass, violations
-from pytest_ragdive.records import Turn
 
 
 def test_normalize_for_match() -> None:

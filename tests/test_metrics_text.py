@@ -1,12 +1,11 @@
 """The one normaliser and the one abstention / unanswerable rule of the project
-(metrics/text.py), shared by the metrics, the diversity measure and the validator."""
+(metrics/text.py), shared by the metrics, the diversity measure and the generator's simulator."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive import diversity
-from pytest_ragdive.metrics import lexical, text
+from pytest_ragdive.metrics import diversity, lexical, text
 from pytest_ragdive.metrics.text import (
     asserted_units,
     has_abstention,
@@ -15,13 +14,13 @@ from pytest_ragdive.metrics.text import (
     match_terms,
     stem,
 )
-from pytest_ragdive.sources import validator
+from pytest_ragdive.run.users import simulator
 
 
 def test_one_normaliser_and_one_unanswerable_rule() -> None:
     assert lexical.normalize_answer is text.normalize_answer
     assert diversity.normalize_question("Who directed The Film?") == text.normalize_answer("Who directed The Film?")
-    assert validator.is_unanswerable is text.is_unanswerable is lexical.is_unanswerable
+    assert simulator.is_unanswerable is text.is_unanswerable is lexical.is_unanswerable
 
 
 @pytest.mark.parametrize(

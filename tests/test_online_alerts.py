@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from pytest_ragdive.cli import main
-from pytest_ragdive.config import OnlineConfig
 from pytest_ragdive.online.alerts import ALERT_NAMES, alert_rules, render_rules
+from pytest_ragdive.online.config import OnlineConfig
 
 
 def tool(name: str) -> str:

@@ -14,9 +14,10 @@ pytest.importorskip("httpx")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from pytest_ragdive.api import run_suite  # noqa: E402
 from pytest_ragdive.cli import main  # noqa: E402
-from pytest_ragdive.config import RagdiveConfig, SuiteConfig  # noqa: E402
+from pytest_ragdive.core.config import RagdiveConfig
+from pytest_ragdive.core.config_models import SuiteConfig  # noqa: E402
+from pytest_ragdive.run.api import run_suite  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 if str(EXAMPLE) not in sys.path:
@@ -108,7 +109,7 @@ def test_round_trip_production_log_to_a_suite(bot, tmp_path: Path, capsys: pytes
 
 
 def test_suite_results_of_older_results_files_still_load() -> None:
-    from pytest_ragdive.records import SuiteResult
+    from pytest_ragdive.core.results import SuiteResult
 
     old = SuiteResult.model_validate({"suite": "core", "meta": {"notes": ["a note"]}})
     assert old.notes == ["a note"]

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from pytest_ragdive.cli import main
-from pytest_ragdive.errors import GoldenError
+from pytest_ragdive.core.errors import GoldenError
+from pytest_ragdive.core.records import Context, TargetResponse
 from pytest_ragdive.online import monitored, read_logs
 from pytest_ragdive.online.logs import FeedbackEvent, RequestEvent
 from pytest_ragdive.online.replay import conversations
 from pytest_ragdive.online.score_logs import percentile, summarize
 from pytest_ragdive.online.to_suite import select
-from pytest_ragdive.records import Context, TargetResponse
 from pytest_ragdive.sources.golden import load_conversations, scripted_conversation
 
 DOCS = {

@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
-from pytest_ragdive.config import OnlineConfig  # noqa: E402
+from pytest_ragdive.core.records import Context, TargetResponse  # noqa: E402
 from pytest_ragdive.online import Monitor, RagMetrics, monitored, read_logs, stage  # noqa: E402
-from pytest_ragdive.records import Context, TargetResponse  # noqa: E402
-from pytest_ragdive.target import as_async  # noqa: E402
+from pytest_ragdive.online.config import OnlineConfig  # noqa: E402
+from pytest_ragdive.run.target import as_async  # noqa: E402
 
 CTX = Context(id="c#0", doc_id="c", text="Returns are accepted within 30 days.", score=3.0)
 Q = [{"role": "user", "content": "How long do I have to return it?"}]
@@ -252,7 +252,7 @@ def test_metrics_server_serves_and_stops() -> None:
 
 def test_the_plugin_does_not_import_prometheus_client() -> None:
     code = (
-        "import sys, pytest_ragdive.plugin, pytest_ragdive.online, pytest_ragdive.online.monitor;"
+        "import sys, pytest_ragdive.plugin.hooks, pytest_ragdive.online, pytest_ragdive.online.monitor;"
         "print('prometheus_client' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -22,8 +22,8 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
-from pytest_ragdive.config import OnlineConfig  # noqa: E402
 from pytest_ragdive.online import RagMetrics, monitored, render_rules  # noqa: E402
+from pytest_ragdive.online.config import OnlineConfig  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 if str(EXAMPLE) not in sys.path:

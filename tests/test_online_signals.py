@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.core.records import Context, TargetResponse, Turn
 from pytest_ragdive.metrics.lexical import faithfulness
 from pytest_ragdive.metrics.offline import score_turn
 from pytest_ragdive.online.signals import RequestSignals, detect_language, is_hedged, request_signals
-from pytest_ragdive.records import Context, TargetResponse, Turn
 
 REFUND = Context(id="refund#0", doc_id="refund-policy", text="Hardware can be returned within 30 days for a full refund.", score=7.5)
 SHIP = Context(id="ship#0", doc_id="shipping", text="Orders ship within two business days.", score=2.25)

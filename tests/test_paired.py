@@ -7,7 +7,8 @@ from statistics import NormalDist
 
 import pytest
 
-from pytest_ragdive.paired import (
+from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.gate.paired import (
     ConvValue,
     Table,
     alpha_for_look,
@@ -17,15 +18,11 @@ from pytest_ragdive.paired import (
     holm,
     pair,
     paired_tests,
-    power,
-    spread,
     t_pvalue,
     table,
-    unstable,
-    worse,
 )
-from pytest_ragdive.records import Conversation, Turn
-from pytest_ragdive.tdist import t_cdf, t_ppf
+from pytest_ragdive.gate.power import power, spread, unstable, worse
+from pytest_ragdive.gate.tdist import t_cdf, t_ppf
 
 
 def cv(*vals: float, count: int = 1) -> list[ConvValue]:
@@ -220,8 +217,8 @@ def test_small_samples_get_students_levels() -> None:
 
 
 def test_the_paired_text_never_prints_a_negative_zero() -> None:
-    from pytest_ragdive.baseline import GateRow
-    from pytest_ragdive.paired import PairedResult
+    from pytest_ragdive.gate.paired import PairedResult
+    from pytest_ragdive.gate.rows import GateRow
 
     tiny = -1e-17  # what float sums of equal values leave behind
     paired = PairedResult(n=30, drop=tiny, low=tiny, high=tiny, p_drop=1.0, level=0.017, alpha=0.017,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.errors import PathError, UsageError
-from pytest_ragdive.paths import check_writable
+from pytest_ragdive.core.errors import PathError, UsageError
+from pytest_ragdive.core.paths import check_writable
 
 
 def test_writable_places_pass_and_nothing_is_created(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ def test_dormant_plugin_imports_nothing_heavy(pytester: pytest.Pytester) -> None
         import json, sys
         def test_modules(request):
             loaded = [m for m in {HEAVY!r} if m in sys.modules]
-            out = request.config.rootpath / ("with.json" if "pytest_ragdive.plugin" in sys.modules else "without.json")
+            out = request.config.rootpath / ("with.json" if "pytest_ragdive.plugin.hooks" in sys.modules else "without.json")
             out.write_text(json.dumps(loaded))
         """
     )

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import PYPROJECT
 
-from pytest_ragdive.config import RagdiveConfig
+from pytest_ragdive.core.config import RagdiveConfig
 
 
 def test_unchanged_rerun_passes_a_zero_tolerance_gate(toy: pytest.Pytester) -> None:

@@ -175,7 +175,7 @@ def test_lean_http_path_honours_the_openai_environment(llm_toy, monkeypatch: pyt
 
 
 def test_roles_default_sensibly() -> None:
-    from pytest_ragdive.config import RagdiveConfig
+    from pytest_ragdive.core.config import RagdiveConfig
 
     cfg = RagdiveConfig.model_validate({"model": "gen-model", "llm": {"judge": {"model": "judge-model"}}})
     assert cfg.role_model("simulator") == "gen-model"

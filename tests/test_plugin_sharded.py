@@ -95,7 +95,7 @@ def test_bad_sharded_file_is_a_usage_error(sharded_toy: pytest.Pytester) -> None
 
 
 def test_gate_entries_apply_per_suite() -> None:
-    from pytest_ragdive.config import RagdiveConfig
+    from pytest_ragdive.core.config import RagdiveConfig
 
     cfg = RagdiveConfig.model_validate({
         "gate": {"correctness": 0.03, "sharded_gap": 0.05, "unreliability": 0.05},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.estimate import price_map
 from pytest_ragdive.llm.prices import ModelPrice, PriceMap
+from pytest_ragdive.run.estimate import price_map
 
 TABLE = {
     "gpt-x": {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6,

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from pytest_ragdive.records import CallInfo, Conversation, TargetResponse, Turn
-from pytest_ragdive.runner import run_scripted
+from pytest_ragdive.core.records import CallInfo, Conversation, TargetResponse, Turn
+from pytest_ragdive.run.turn_loop import run_scripted
 
 
 def _conv(n: int = 4) -> Conversation:

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from pytest_ragdive.config import GeneratedConfig
+from pytest_ragdive.core.config_models import GeneratedConfig
+from pytest_ragdive.core.records import Context, Conversation, Document, TargetResponse
+from pytest_ragdive.llm.prompts import FENCE_NOTE, fence, neutralise
 from pytest_ragdive.metrics.judged import judge_conversation
-from pytest_ragdive.prompts import FENCE_NOTE, fence, neutralise
-from pytest_ragdive.records import Context, Conversation, Document, TargetResponse
+from pytest_ragdive.run.target import as_async
+from pytest_ragdive.run.users.simulator import run_generated
 from pytest_ragdive.sources.generator import plan_generated
 from pytest_ragdive.sources.roles import load_roles
-from pytest_ragdive.target import as_async
 from pytest_ragdive.testing import FakeLLMServer, config_for, default_handler
-from pytest_ragdive.users.simulator import run_generated
 
 # every trick: the plain marker, full-width and small-form brackets, single
 # guillemets, zero-width joiners/spaces/word joiners and soft hyphens between

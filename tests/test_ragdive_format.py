@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.records import Context, Conversation, Document, Turn
+from pytest_ragdive.core.records import Context, Conversation, Document, Turn
 from pytest_ragdive.sources.ragdive_format import (
     RagdiveFormatError,
     export_ragdive,

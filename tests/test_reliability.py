@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.records import Conversation, ShardedInfo
-from pytest_ragdive.reliability import (
+from pytest_ragdive.core.records import Conversation
+from pytest_ragdive.sharded.aptitude import (
     aptitude,
     best,
     cluster_bootstrap,
@@ -14,7 +14,8 @@ from pytest_ragdive.reliability import (
     percentile,
     unreliability,
 )
-from pytest_ragdive.sharded_metrics import build_report, gate_metrics
+from pytest_ragdive.sharded.diagnosis import build_report, gate_metrics
+from pytest_ragdive.sharded.records import ShardedInfo
 
 
 def test_percentile_interpolates_linearly_between_order_statistics() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_ragdive.conclude import RunFacts, conclude
-from pytest_ragdive.config import RagdiveConfig
-from pytest_ragdive.records import Context, Conversation, Turn
-from pytest_ragdive.report import results_json, write_results_json
+from pytest_ragdive.core.config import RagdiveConfig
+from pytest_ragdive.core.records import Context, Conversation, Turn
+from pytest_ragdive.gate.conclude import RunFacts, conclude
+from pytest_ragdive.reports.results_json import results_json, write_results_json
 
 
 def _conv(i: int) -> Conversation:
@@ -41,7 +41,7 @@ def test_streamed_results_json_with_no_conversation(tmp_path: Path) -> None:
 
 def test_summary_md_shows_the_llm_calls_tokens_and_cost() -> None:
     from pytest_ragdive.llm.stats import LLMStats
-    from pytest_ragdive.report import summary_md
+    from pytest_ragdive.reports.markdown import summary_md
 
     stats = LLMStats()
     stats.bump("judge", "openai/gpt-4o-mini", calls=3, requests=3, prompt_tokens=1200, completion_tokens=90,

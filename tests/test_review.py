@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from example_outcome import EXAMPLE
 
-from pytest_ragdive.api import run_suite
 from pytest_ragdive.cli import main
-from pytest_ragdive.conclude import RunFacts, conclude
-from pytest_ragdive.records import Conversation
-from pytest_ragdive.report import write_reports
-from pytest_ragdive.review_export import COLUMNS
-from pytest_ragdive.review_import import read_ratings, summarize
+from pytest_ragdive.cli.review_export import COLUMNS
+from pytest_ragdive.cli.review_import import read_ratings, summarize
+from pytest_ragdive.core.records import Conversation
+from pytest_ragdive.gate.conclude import RunFacts, conclude
+from pytest_ragdive.reports.write import write_reports
+from pytest_ragdive.run.api import run_suite
 from pytest_ragdive.testing import FakeLLMServer, config_for, example_from_schema
 
 CORPUS = EXAMPLE / "corpus" / "helpcentre.jsonl"

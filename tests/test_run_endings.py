@@ -12,7 +12,7 @@ import threading
 import pytest
 from conftest import results
 
-from pytest_ragdive.progress import Progress, Snapshot
+from pytest_ragdive.plugin.progress import Progress, Snapshot
 
 
 def test_a_subset_is_reported_not_decided(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,7 +154,7 @@ def test_no_progress_when_stdout_is_not_a_terminal(toy: pytest.Pytester) -> None
 def test_terminal_progress_only_on_a_terminal() -> None:
     from types import SimpleNamespace
 
-    from pytest_ragdive.progress import terminal_progress
+    from pytest_ragdive.plugin.progress import terminal_progress
 
     def config(tty: bool) -> SimpleNamespace:
         reporter = SimpleNamespace(isatty=lambda: tty)

@@ -12,9 +12,9 @@ import pytest
 from conftest import results
 
 from pytest_ragdive.cli import main
-from pytest_ragdive.config import RagdiveConfig
-from pytest_ragdive.planning import Plan, expected_turns, shard_plans
-from pytest_ragdive.records import Conversation, Turn
+from pytest_ragdive.core.config import RagdiveConfig
+from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.run.planning import Plan, expected_turns, shard_plans
 
 
 def gate(pytester: pytest.Pytester, *args: str) -> int:
@@ -158,8 +158,8 @@ def test_report_command_renders_result_files(toy: pytest.Pytester) -> None:
 
 
 def test_exit_code_mirrors_the_session() -> None:
-    from pytest_ragdive.gate_cli import exit_code
-    from pytest_ragdive.outcome import GateStatus, RunInfo, RunOutcome
+    from pytest_ragdive.cli.gate import exit_code
+    from pytest_ragdive.gate.outcome import GateStatus, RunInfo, RunOutcome
 
     ok = Conversation(id="a", turns=[Turn(rag_input="q", answer="a")])
     unsafe = ok.model_copy(update={"id": "b", "failures": ["turn 1: answer states forbidden text 'x'"]})

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragdive.cli import main
-from pytest_ragdive.sources.sharded import load_sharded
+from pytest_ragdive.sharded.questions import load_sharded
 from pytest_ragdive.testing import FAKE_KEY_ENV, FAKE_MODEL, FakeLLMServer
 
 QUESTIONS = [

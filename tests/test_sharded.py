@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.errors import GoldenError, ShardedFileError, UsageError
-from pytest_ragdive.records import Conversation, TargetResponse
-from pytest_ragdive.runner import run_conversation
+from pytest_ragdive.core.errors import GoldenError, ShardedFileError, UsageError
+from pytest_ragdive.core.records import Conversation, TargetResponse
+from pytest_ragdive.run.target import as_async, make_call_info
+from pytest_ragdive.run.turn_loop import run_conversation
+from pytest_ragdive.sharded.conditions import RECAP_INTRO, ShardedUser, sharded_conversation
+from pytest_ragdive.sharded.questions import ShardedQuestion, check_question, load_sharded
 from pytest_ragdive.sources.golden import load_corpus
-from pytest_ragdive.sources.sharded import ShardedQuestion, check_question, load_sharded
-from pytest_ragdive.target import as_async, make_call_info
-from pytest_ragdive.users.sharded import RECAP_INTRO, ShardedUser, sharded_conversation
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_FILE = ROOT / "golden" / "diagnosis" / "sharded.yaml"

@@ -10,14 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pytest_ragdive.core.records import Conversation, TargetResponse
 from pytest_ragdive.llm import LLMClient
-from pytest_ragdive.records import Conversation, TargetResponse
-from pytest_ragdive.runner import run_conversation
-from pytest_ragdive.sources.sharded import ShardedQuestion
-from pytest_ragdive.target import as_async
+from pytest_ragdive.run.target import as_async
+from pytest_ragdive.run.turn_loop import run_conversation
+from pytest_ragdive.sharded.conditions import ReplyScorer, ShardedUser, sharded_conversation
+from pytest_ragdive.sharded.questions import ShardedQuestion
+from pytest_ragdive.sharded.simulator import LLMClassifier, LLMJudge, ShardSimulator
 from pytest_ragdive.testing import FakeLLMServer, config_for
-from pytest_ragdive.users.shard_simulator import LLMClassifier, LLMJudge, ShardSimulator
-from pytest_ragdive.users.sharded import ReplyScorer, ShardedUser, sharded_conversation
 
 Q = ShardedQuestion.model_validate(
     {

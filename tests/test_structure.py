@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import pytest
 from conftest import PYPROJECT, results
 
-from pytest_ragdive.conclude import RunFacts, conclude
-from pytest_ragdive.config import RagdiveConfig
-from pytest_ragdive.outcome import GateStatus
-from pytest_ragdive.records import Conversation, Turn
-from pytest_ragdive.runner import run_conversation
-from pytest_ragdive.target import as_async
+from pytest_ragdive.core.config import RagdiveConfig
+from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.gate.conclude import RunFacts, conclude
+from pytest_ragdive.gate.outcome import GateStatus
+from pytest_ragdive.run.target import as_async
+from pytest_ragdive.run.turn_loop import run_conversation
 
 NIGHTLY = '[tool.ragdive.suites.nightly]\nconversations = ["data/convs.yaml"]\n'
 
@@ -42,7 +42,7 @@ def test_a_bad_suite_name_is_one_line(toy: pytest.Pytester) -> None:
 
 def test_conclude_imports_no_pytest() -> None:
     code = (
-        "import sys; import pytest_ragdive.conclude, pytest_ragdive.report; "
+        "import sys; import pytest_ragdive.gate.conclude, pytest_ragdive.reports.write; "
         "print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('_pytest')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -55,7 +55,7 @@ def _scored(cid: str, value: float) -> Conversation:
 
 
 def test_conclude_never_passes_on_nothing() -> None:
-    from pytest_ragdive.baseline import build_baseline
+    from pytest_ragdive.gate.baseline import build_baseline
 
     cfg = RagdiveConfig.model_validate({"gate": {"correctness": 0.0}, "suites": {"core": {}}})
     convs = [_scored("a", 1.0), _scored("b", 0.0)]
@@ -81,7 +81,7 @@ def test_update_refuses_an_interrupted_run() -> None:
 
 
 def test_a_worker_that_sends_nothing_is_named() -> None:
-    from pytest_ragdive.controller import WORKER_KEY, DistController
+    from pytest_ragdive.plugin.controller import WORKER_KEY, DistController
 
     sess = SimpleNamespace(notes=[], fatal=[], worker_llm_stats=[])
     ctl = DistController(sess)  # type: ignore[arg-type]

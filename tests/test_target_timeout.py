@@ -15,8 +15,8 @@ import time
 import pytest
 from conftest import CONVS, PYPROJECT, SINGLE, TOY_CONFTEST, default_sigint
 
-from pytest_ragdive.errors import TargetError, TargetTimeout
-from pytest_ragdive.target import as_async
+from pytest_ragdive.core.errors import TargetError, TargetTimeout
+from pytest_ragdive.run.target import as_async
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.records import Conversation, TurnVerdict, ValidationCounts, ValidationStats
+from pytest_ragdive.core.records import Conversation, TurnVerdict, ValidationCounts, ValidationStats
 from pytest_ragdive.sources.validator import (
     CHECKS,
     GeneratedTurn,
     ValidatorOutput,
-    is_unanswerable,
     mentions_document,
     normalize_check,
     precheck,
 )
+from pytest_ragdive.metrics.text import is_unanswerable
 
 
 @pytest.mark.parametrize(

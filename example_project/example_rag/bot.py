@@ -147,7 +147,7 @@ SYSTEM_PROMPT = (
 class HelpCentreBot:
     """``bot(messages) -> TargetResponse``; messages are OpenAI-style dicts, the last one the new user message.
 
-    ``call_info`` (given by pytest-ragdive, see ``pytest_ragdive.target``) seeds the
+    ``call_info`` (given by pytest-ragdive, see ``pytest_ragdive.run.target``) seeds the
     sampling knob per conversation and run; the bot ignores it at temperature 0."""
 
     def __init__(self, config: BotConfig | None = None) -> None:

@@ -33,11 +33,11 @@ _EXPORTS = {
     "LLMCache": "cache",
     "CachedResponse": "cache",
     "cache_key": "cache",
-    "BudgetExceeded": "..errors",
-    "CacheMissError": "..errors",
-    "LLMCallError": "..errors",
-    "LLMConfigError": "..errors",
-    "LLMError": "..errors",
+    "BudgetExceeded": "..core.errors",
+    "CacheMissError": "..core.errors",
+    "LLMCallError": "..core.errors",
+    "LLMConfigError": "..core.errors",
+    "LLMError": "..core.errors",
 }
 
 __all__ = [
@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ..errors import BudgetExceeded, CacheMissError, LLMCallError, LLMConfigError, LLMError
+    from ..core.errors import BudgetExceeded, CacheMissError, LLMCallError, LLMConfigError, LLMError
     from .cache import CachedResponse, LLMCache, cache_key
     from .client import LLMClient, LLMResult
     from .stats import ROLES, CacheStats, LLMStats, RoleStats, UsageStats

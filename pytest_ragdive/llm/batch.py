@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BatchUnavailable
+from ..core.errors import BatchUnavailable
 from .cache import CachedResponse
 from .prices import PriceMap
 from .transport import OPENAI_DEFAULT_BASE, Request, api_model_name

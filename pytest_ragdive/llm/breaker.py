@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..errors import EndpointUnavailable
+from ..core.errors import EndpointUnavailable
 
 __all__ = ["CircuitBreaker"]
 

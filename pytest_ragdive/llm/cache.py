@@ -48,15 +48,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-from ..config import RecordMode
-from ..errors import CacheUnusable, RagdiveCacheWarning, one_line
+from ..core.config_models import RecordMode
+from ..core.errors import CacheUnusable, RagdiveCacheWarning, one_line
 from .claims import EXPIRE_S, PREFIX, Marker, Watch, is_stale, new_marker, parse
 from .disk import is_busy, open_db
 from .keys import KEY_VERSION, cache_key, canonical_json
 from .stats import CacheStats
 
 if TYPE_CHECKING:
-    from ..config import RagdiveConfig
+    from ..core.config import RagdiveConfig
 
 __all__ = [
     "DB_TIMEOUT_S",

@@ -37,11 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ..errors import (
-    BudgetExceeded,
-    CacheMissError,
-    LLMConfigError,
-)
+from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
 from .cache import CachedResponse, LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
 from .redact import Secrets
@@ -53,7 +49,7 @@ from .structured import parse_reply, repair_messages, usable_reply
 from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
 
 if TYPE_CHECKING:
-    from ..config import RagdiveConfig
+    from ..core.config import RagdiveConfig
 
 __all__ = ["LLMClient", "LLMResult"]
 

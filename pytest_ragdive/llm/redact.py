@@ -18,8 +18,8 @@ import os
 import re
 import urllib.parse
 
-from ..config import LLMConfig
-from ..errors import LLMConfigError
+from ..core.config_models import LLMConfig
+from ..core.errors import LLMConfigError
 
 __all__ = ["MASK", "Secrets", "redact_url"]
 

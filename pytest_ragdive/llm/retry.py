@@ -15,7 +15,7 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from ..errors import FatalTransportError, TransientTransportError
+from ..core.errors import FatalTransportError, TransientTransportError
 from .breaker import CircuitBreaker
 from .cache import CachedResponse
 from .transport import MAX_RETRY_AFTER_S

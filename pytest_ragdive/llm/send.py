@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..errors import BatchUnavailable, FatalTransportError, LLMCallError, LLMError
+from ..core.errors import BatchUnavailable, FatalTransportError, LLMCallError, LLMError
 from .breaker import CircuitBreaker
 from .cache import CachedResponse
 from .redact import Secrets
@@ -23,7 +23,7 @@ from .structured import ModeChooser, build_request
 from .transport import Transport, make_transport, transport_for
 
 if TYPE_CHECKING:
-    from ..config import RagdiveConfig
+    from ..core.config import RagdiveConfig
 
 __all__ = ["Call", "Sender"]
 

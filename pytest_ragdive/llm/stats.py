@@ -1,6 +1,6 @@
 """Per-role accounting of the LLM client (calls, requests, cache hits, tokens,
 cost) and the cache's counters. Workers of pytest-xdist send theirs to the
-controller, which merges them. Imports nothing heavy: :mod:`pytest_ragdive.outcome`
+controller, which merges them. Imports nothing heavy: :mod:`pytest_ragdive.gate.outcome`
 holds an :class:`LLMStats`."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import one_line
+from ..core.errors import one_line
 from .cache import CachedResponse
 from .keys import canonical_json
 from .transport import Request, Transport
@@ -192,3 +192,42 @@ class ModeChooser:
 
     def refused_schema(self, model: str) -> None:
         self._no_schema.add(model)
+
+
+# -- a minimal instance of a schema (the cost estimate's placeholder reply, the fake server's default) --
+
+_LEAVES = {"string": "fake", "integer": 0, "number": 0.0, "boolean": True}
+_FILLED_LEAVES = {"string": "a fake statement", "integer": 1, "number": 1.0, "boolean": True}
+
+
+def example_from_schema(schema: dict[str, Any], defs: dict[str, Any] | None = None, *, fill: bool = False) -> Any:
+    """A minimal instance of a JSON schema (enough for pydantic models' schemas).
+
+    ``fill``: an instance with content instead (two items in every array, a
+    sentence in every string, defaults ignored), for a benchmark whose judges
+    must have claims and statements to score."""
+    defs = defs if defs is not None else schema.get("$defs", {})
+    if "$ref" in schema:
+        ref = schema["$ref"].split("/")[-1]
+        return example_from_schema(defs.get(ref, {}), defs, fill=fill)
+    if "const" in schema and not fill:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "default" in schema and not fill:
+        return schema["default"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema and schema[key]:
+            options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
+            return example_from_schema(options[0], defs, fill=fill)
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        typ = next((t for t in typ if t != "null"), "null")
+    if typ == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: example_from_schema(v, defs, fill=fill) for k, v in props.items()}
+    if typ == "array":
+        return [example_from_schema(schema.get("items", {}), defs, fill=fill) for _ in range(2)] if fill else []
+    if fill:
+        return _FILLED_LEAVES.get(str(typ), "fake")
+    return _LEAVES.get(str(typ))

@@ -18,8 +18,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import FatalTransportError as _Fatal
-from ..errors import TransientTransportError as _Transient
+from ..core.errors import FatalTransportError as _Fatal
+from ..core.errors import TransientTransportError as _Transient
 from .cache import CachedResponse
 from .prices import PriceMap
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..records import Conversation, Document, Turn
+from ..core.records import Conversation, Document, Turn
 
 if TYPE_CHECKING:
-    from ..config import RagdiveConfig
+    from ..core.config import RagdiveConfig
     from ..llm import LLMClient
     from .judged import ConversationJudge
 

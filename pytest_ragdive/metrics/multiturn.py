@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..records import Conversation, Turn, Verdict
+from ..core.records import Conversation, Turn, Verdict
 from .lexical import CORRECTNESS_THRESHOLD, correctness, tokens
 
 __all__ = ["FORGETFUL_FLAG", "ProbeResult", "apply_forgetfulness_probe", "probe_forgetfulness"]

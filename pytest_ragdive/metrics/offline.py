@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from ..records import Conversation, Turn
+from ..core.records import Conversation, Turn
 from .lexical import (
     answer_f1,
     context_recall,

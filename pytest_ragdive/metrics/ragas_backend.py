@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..errors import RagasNotInstalled
-from ..prompts import FENCE_NOTE, fence
-from ..records import Conversation, Document, JudgeCalls, Turn
+from ..core.errors import RagasNotInstalled
+from ..core.records import Conversation, Document, JudgeCalls, Turn
+from ..llm.prompts import FENCE_NOTE, fence
 from .judged import ConversationJudge, JudgeFactory, JudgeFn, Outcome
 from .judged.cascade import default_model
 
 if TYPE_CHECKING:
-    from ..config import RagdiveConfig
+    from ..core.config import RagdiveConfig
     from ..llm import LLMClient
 
 __all__ = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from ..records import Context
+from ..core.records import Context
 from .lexical import _content_set, _covered, _token_set, is_unanswerable
 
 __all__ = [

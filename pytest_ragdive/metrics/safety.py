@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..records import Turn
+from ..core.records import Turn
 from .lexical import citation_markers
 
 __all__ = ["citation_ok", "cited_ids", "normalize_for_match", "safety_pass", "violations"]

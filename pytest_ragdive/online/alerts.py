@@ -23,15 +23,11 @@ per instance.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
-from ..config import OnlineConfig, RagdiveConfig, find_config_file, load_config
-from ..errors import ConfigError
+from .config import OnlineConfig
 
-__all__ = ["ALERT_NAMES", "GROUP_NAME", "add_arguments", "alert_rules", "load_online_config", "render_rules", "run"]
+__all__ = ["ALERT_NAMES", "GROUP_NAME", "alert_rules", "render_rules"]
 
 GROUP_NAME = "rag_quality_alerts"
 ALERT_NAMES = ("RAGRetrievalEmptyRateHigh", "RAGCitationRateLow", "RAGResponseLatencyHigh", "RAGNegativeFeedbackSpike")
@@ -141,29 +137,3 @@ def render_rules(cfg: OnlineConfig) -> str:
     return header + yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
-def load_online_config(path: str | None) -> OnlineConfig:
-    """``[tool.ragdive.online]`` of the given file, else of the config file found in the
-    working directory (ragdive.yaml or pyproject.toml), else the defaults."""
-    if path is not None and not Path(path).is_file():
-        raise ConfigError(f"ragdive config error: --config file {path} does not exist")
-    file = find_config_file([Path.cwd()], path)
-    cfg: RagdiveConfig = load_config(file, default_dir=Path.cwd())
-    return cfg.online
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", help="file to write (default: standard output)")
-    parser.add_argument("--config", help="ragdive.yaml or pyproject.toml holding [tool.ragdive.online]")
-
-
-def run(args: argparse.Namespace) -> int:
-    text = render_rules(load_online_config(args.config))
-    if args.output:
-        out = Path(args.output)
-        if out.is_dir():
-            raise ConfigError(f"alert-rules: {out} is a directory")
-        out.write_text(text, encoding="utf-8")
-        print(f"wrote {len(ALERT_NAMES)} alert rules to {out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0

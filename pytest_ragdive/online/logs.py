@@ -30,8 +30,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..errors import LogFormatError, one_line
-from ..records import Message, TargetResponse
+from ..core.errors import LogFormatError, one_line
+from ..core.records import Message, TargetResponse
 
 __all__ = ["FeedbackEvent", "LogFile", "LogWriter", "RequestEvent", "Timings", "history_messages", "read_logs", "utc_now"]
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..records import TargetResponse
-from ..target import coerce_response
+from ..core.records import TargetResponse
+from ..run.target import coerce_response
 from .logs import FeedbackEvent, LogWriter, RequestEvent, Timings, history_messages, utc_now
 from .signals import RequestSignals, request_signals
 

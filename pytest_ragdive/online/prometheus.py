@@ -36,7 +36,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import start_http_server
 
-from ..config import OnlineConfig
+from .config import OnlineConfig
 from .signals import RequestSignals
 
 __all__ = ["STAGES", "MetricsServer", "RagMetrics"]

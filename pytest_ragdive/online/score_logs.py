@@ -8,19 +8,16 @@ feedback by category. Rates are over answered requests; ``error_rate`` over all.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..config import OnlineConfig
-from ..errors import LogFormatError
-from .alerts import load_online_config
-from .logs import LogFile, read_logs
+from .config import OnlineConfig
+from .logs import LogFile
 from .replay import conversations, event_signals
 
-__all__ = ["LogSummary", "add_arguments", "percentile", "render_summary", "run", "summarize"]
+__all__ = ["LogSummary", "percentile", "render_summary", "summarize"]
 
 
 class LogSummary(BaseModel):
@@ -108,17 +105,3 @@ def render_summary(s: LogSummary) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("logs", nargs="+", help="request log files (JSONL, written by the monitor)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.add_argument("--config", help="ragdive.yaml or pyproject.toml holding [tool.ragdive.online]")
-
-
-def run(args: argparse.Namespace) -> int:
-    cfg = load_online_config(args.config)
-    log = read_logs(args.logs)
-    if not log.requests:
-        raise LogFormatError(f"score-logs: no request in {', '.join(args.logs)}")
-    summary = summarize(log, cfg.low_grounding)
-    print(summary.model_dump_json(indent=2) if args.json else render_summary(summary))
-    return 0

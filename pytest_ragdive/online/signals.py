@@ -36,9 +36,9 @@ from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.records import TargetResponse, Turn
 from ..metrics.lexical import faithfulness, is_abstention
 from ..metrics.safety import cited_ids, normalize_for_match
-from ..records import TargetResponse, Turn
 
 __all__ = ["HEDGING_PHRASES", "RequestSignals", "detect_language", "is_hedged", "request_signals"]
 

@@ -22,20 +22,12 @@ conversation marked ``reviewed: false``: a person corrects the drafts and sets
 
 from __future__ import annotations
 
-import argparse
 import random
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from ..config import OnlineConfig
-from ..errors import ConfigError, LogFormatError, one_line
 from ..sources.golden import ScriptedConversation, ScriptedTurn
-from .alerts import load_online_config
-from .logs import read_logs
-from .replay import LoggedConversation, LoggedTurn, conversations
+from .replay import LoggedConversation, LoggedTurn
 
-__all__ = ["REASONS", "add_arguments", "reasons", "render_candidates", "run", "select"]
+__all__ = ["REASONS", "reasons", "render_candidates", "select"]
 
 REASONS = ("error", "empty_retrieval", "low_grounding", "negative_feedback", "hedged")
 
@@ -123,38 +115,3 @@ def render_candidates(selected: list[tuple[LoggedConversation, list[str]]], sour
     return "\n".join(lines) + "\n"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("logs", nargs="+", help="request log files (JSONL, written by the monitor)")
-    parser.add_argument("-o", "--output", required=True, help="candidates file to write (YAML)")
-    parser.add_argument("--sample", type=int, help="unflagged conversations to sample (default: [tool.ragdive.online] sample)")
-    parser.add_argument("--seed", type=int, help="seed of the sample (default: [tool.ragdive.online] seed)")
-    parser.add_argument("--low-grounding", type=float, help="grounding below this flags a turn")
-    parser.add_argument("--force", action="store_true", help="overwrite the output file")
-    parser.add_argument("--config", help="ragdive.yaml or pyproject.toml holding [tool.ragdive.online]")
-
-
-def _settings(args: argparse.Namespace) -> OnlineConfig:
-    cfg = load_online_config(args.config)
-    updates = {k: v for k, v in (("sample", args.sample), ("seed", args.seed), ("low_grounding", args.low_grounding)) if v is not None}
-    return OnlineConfig.model_validate({**cfg.model_dump(), **updates}) if updates else cfg
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        cfg = _settings(args)
-    except ValidationError as e:
-        raise ConfigError(f"logs-to-suite: {one_line(e)}") from None
-    out = Path(args.output)
-    if out.exists() and not args.force:
-        raise LogFormatError(f"logs-to-suite: {out} exists (reviewed cases may be in it): pass --force to overwrite")
-    log = read_logs(args.logs)
-    if not log.requests:
-        raise LogFormatError(f"logs-to-suite: no request in {', '.join(args.logs)}")
-    convs = conversations(log)
-    selected = select(convs, low_grounding=cfg.low_grounding, sample=cfg.sample, seed=cfg.seed)
-    out.write_text(render_candidates(selected, ", ".join(Path(p).name for p in args.logs)), encoding="utf-8")
-    counts = {r: sum(1 for _, why in selected if any(w.startswith(f"{r} (") for w in why)) for r in REASONS}
-    counts["sampled"] = sum(1 for _, why in selected if why == ["sampled"])
-    detail = ", ".join(f"{n} {r}" for r, n in counts.items() if n)
-    print(f"wrote {len(selected)} of {len(convs)} conversations to {out}" + (f" ({detail})" if detail else ""))
-    return 0

@@ -32,9 +32,9 @@ from __future__ import annotations
 import random
 import re
 
-from ..config import GeneratedConfig
-from ..errors import GenerationError
-from ..records import Document, GeneratedSpec
+from ..core.config_models import GeneratedConfig
+from ..core.errors import GenerationError
+from ..core.records import Document, GeneratedSpec
 from .validator import UNANSWERABLE, GeneratedTurn
 
 __all__ = [

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import GoldenError, one_line
-from ..paths import read_text
-from ..records import Conversation, Document, QuestionType, Turn
+from ..core.errors import GoldenError, one_line
+from ..core.paths import read_text
+from ..core.records import Conversation, Document, QuestionType, Turn
 
 
 class _Row(BaseModel):

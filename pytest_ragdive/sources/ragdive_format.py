@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from ..errors import RagdiveFormatError
-from ..paths import read_text
-from ..records import Context, Conversation, Document, QuestionType, Turn
+from ..core.errors import RagdiveFormatError
+from ..core.paths import read_text
+from ..core.records import Context, Conversation, Document, QuestionType, Turn
 from .validator import normalize_question_type
 
 

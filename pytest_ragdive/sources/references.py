@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import GoldenError
+from ..core.errors import GoldenError
 from . import golden
 
 if TYPE_CHECKING:
-    from ..config import RagdiveConfig
+    from ..core.config import RagdiveConfig
 
 
 class Plan(Protocol):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import RoleError, fmt_loc, one_line
+from ..core.errors import RoleError, fmt_loc, one_line
 
 BUILTIN_ROLE_DIR = Path(__file__).resolve().parent.parent / "roles"
 ROLE_SUFFIXES = (".yaml", ".yml")

@@ -42,9 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..metrics.text import is_unanswerable as is_unanswerable  # the project's one rule, used by the generator
-from ..prompts import FENCE_NOTE, fence, load_prompt
-from ..records import OTHER_CHECK, Turn, TurnVerdict
+from ..core.records import OTHER_CHECK, Turn, TurnVerdict
+from ..llm.prompts import FENCE_NOTE, fence, load_prompt
 
 if TYPE_CHECKING:
     from ..llm import LLMClient

@@ -60,8 +60,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ...errors import InvalidJudgment
-from ...records import Conversation, JudgeCalls
+from ...core.errors import InvalidJudgment
+from ...core.records import Conversation, JudgeCalls
 from .cascade import ROLE, JudgeFactory, JudgeFn, Outcome, judge_models
 from .conversation import ConversationJudge, judge_conversation
 from .inputs import MAX_REFERENCE_CHARS, reference_text, transcript

@@ -14,14 +14,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...errors import InvalidJudgment
-from ...prompts import FENCE_NOTE, load_prompt
-from ...records import JudgeCalls, Turn, Verdict
+from ...core.errors import InvalidJudgment
+from ...core.records import JudgeCalls, Turn, Verdict
+from ...llm.prompts import FENCE_NOTE, load_prompt
 from ..registry import METRICS
 from .scoring import SPECS, clip
 
 if TYPE_CHECKING:
-    from ...config import RagdiveConfig
+    from ...core.config import RagdiveConfig
     from ...llm import LLMClient
 
 __all__ = [

@@ -15,14 +15,14 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...prompts import fence
-from ...records import Conversation, Document, JudgeCalls, Turn, Verdict
+from ...core.records import Conversation, Document, JudgeCalls, Turn, Verdict
+from ...llm.prompts import fence
 from .cascade import JudgeFactory, JudgeFn, cascade, judge_models, prompt_judge
 from .inputs import contexts_block, reference_text, transcript
 from .scoring import CONVERSATION_METRICS, TURN_METRICS
 
 if TYPE_CHECKING:
-    from ...config import RagdiveConfig
+    from ...core.config import RagdiveConfig
     from ...llm import LLMClient
 
 __all__ = ["ConversationJudge", "judge_conversation"]

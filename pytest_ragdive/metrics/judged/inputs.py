@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ...prompts import fence
-from ...records import Context, Conversation, Document, Turn
+from ...core.records import Context, Conversation, Document, Turn
+from ...llm.prompts import fence
 
 __all__ = ["MAX_REFERENCE_CHARS", "contexts_block", "reference_text", "transcript"]
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...prompts import fence
-from ...records import JudgeCalls, Turn, Verdict
+from ...core.records import JudgeCalls, Turn, Verdict
+from ...llm.prompts import fence
 from .cascade import cascade, judge_models, prompt_judge
 
 if TYPE_CHECKING:
-    from ...config import RagdiveConfig
+    from ...core.config import RagdiveConfig
     from ...llm import LLMClient
 
 __all__ = ["judge_answer_relevance"]

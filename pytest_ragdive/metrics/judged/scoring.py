@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...errors import InvalidJudgment
+from ...core.errors import InvalidJudgment
 from .schemas import (
     AnswerRelevanceJudgment,
     ContextPrecisionJudgment,

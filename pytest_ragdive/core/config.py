@@ -1,0 +1,347 @@
+"""RagdiveConfig: ``[tool.ragdive]`` in pyproject.toml, or ragdive.yaml, or the CLI.
+
+Every ``--ragdive-X`` option has a twin key ``X`` (dashes as underscores) in
+the file. The command line wins over the file. Validation is strict: an
+unknown key or a bad value raises :class:`ConfigError` whose one-line message
+names the file, the key and what was expected; the plugin turns it into a
+pytest usage error (exit code 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from ..metrics.registry import METRICS
+from ..online.config import OnlineConfig
+from .config_models import (
+    DEFAULT_GATE,
+    GATE_POLICY_KEYS,
+    MAX_RUNS,
+    GatePolicy,
+    HttpTargetConfig,
+    LLMConfig,
+    RecordMode,
+    RoleModel,
+    Strict,
+    SuiteConfig,
+)
+from .errors import ConfigError, one_line
+
+SUITE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+class RagdiveConfig(Strict):
+    # twins of the CLI options
+    baseline: str | None = None
+    update_baseline: bool = False
+    suite: str = "core"  # NAME[,NAME...] or all
+    runs: int = Field(1, ge=1, le=MAX_RUNS)
+    record_mode: RecordMode = RecordMode.NEW_EPISODES
+    cache_dir: str = ".ragdive/cache"
+    model: str | None = None
+    concurrency: int = Field(8, ge=1, le=1024)
+    max_cost: float | None = Field(None, ge=0)
+    report_dir: str | None = None
+    max_reruns: int = Field(2, ge=0, le=10)  # reruns of a suite whose gate is inconclusive
+    target_timeout_s: float = Field(120.0, gt=0)  # one call of the target (one turn)
+    deadline_s: float | None = Field(None, gt=0)  # the whole session; then it stops, partial, ungated
+    estimate: bool = False  # --ragdive-estimate: print what the LLM calls would cost, run nothing
+    shard: str | None = None  # "I/N": this process runs shard I of N (see planning.shard_plans)
+    force: bool = False  # an update may overwrite a baseline of other models, backend or golden data
+    # file-only settings
+    autorun: bool = False
+    target: str | HttpTargetConfig | None = None
+    corpus: str | None = None
+    backend: Literal["auto", "offline", "llm"] = "auto"
+    judge_backend: Literal["builtin", "ragas"] = "builtin"
+    # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
+    judge_mode: Literal["direct", "batch"] = "direct"
+    judge_cascade: list[str] = Field(default_factory=list)
+    forgetfulness_probe: bool = True
+    # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
+    gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
+    gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
+    suites: dict[str, SuiteConfig] = Field(default_factory=dict)
+    llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
+    online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
+    # where the config came from; paths resolve against its directory
+    source: str | None = Field(None, exclude=True)
+    base_dir: str = Field(".", exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_gate(cls, data: Any) -> Any:
+        """``[tool.ragdive.gate]`` holds tolerances and the policy keys: move the latter to ``gate_policy``."""
+        if isinstance(data, dict) and isinstance(data.get("gate"), dict):
+            gate = dict(data["gate"])
+            policy = {k: gate.pop(k) for k in GATE_POLICY_KEYS if k in gate}
+            if policy:
+                data = {**data, "gate": gate or dict(DEFAULT_GATE), "gate_policy": policy}
+        return data
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_spec(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            try:
+                return HttpTargetConfig.model_validate(v)
+            except ValidationError as e:
+                raise ValueError(f"HTTP target: {one_line(e)}") from None
+        if isinstance(v, str) and (v.count(":") != 1 or not all(v.split(":"))):
+            raise ValueError("expected 'package.module:attribute' or a table with an HTTP url")
+        return v
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_metrics(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, tol in v.items():
+            if name not in METRICS:
+                raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(METRICS))}")
+            if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not math.isfinite(tol) or tol < 0:
+                raise ValueError(f"tolerance of {name!r} must be a finite number >= 0")
+            if name == "safety_pass_rate" and tol != 0:
+                raise ValueError("safety_pass_rate has zero tolerance: set it to 0")
+        return v
+
+    @field_validator("suites")
+    @classmethod
+    def _suite_names(cls, v: dict[str, SuiteConfig]) -> dict[str, SuiteConfig]:
+        for name in v:
+            if not SUITE_NAME_RE.match(name) or name == "all":
+                raise ValueError(
+                    f"suite name {name!r} must be a letter followed by letters, digits or '_' (and not 'all'); "
+                    "it becomes the marker ragdive_<name>"
+                )
+        return v
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_spec(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", v)
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            raise ValueError("expected I/N with 1 <= I <= N, e.g. 2/4")
+        return f"{int(m.group(1))}/{int(m.group(2))}"
+
+    def shard_index(self) -> tuple[int, int] | None:
+        """(I, N) of ``shard``, or None when the run is not sharded."""
+        if self.shard is None:
+            return None
+        i, n = self.shard.split("/")
+        return int(i), int(n)
+
+    @field_validator("suite")
+    @classmethod
+    def _suite_choice(cls, v: str) -> str:
+        names = [n.strip() for n in v.split(",")]
+        if not all(names) or not all(n == "all" or SUITE_NAME_RE.match(n) for n in names):
+            raise ValueError("expected a suite name, NAME,NAME... or all")
+        return ",".join(names)
+
+    # -- helpers -----------------------------------------------------------
+    def path(self, p: str) -> Path:
+        """Resolve a path from the config against the config file's directory."""
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (Path(self.base_dir) / q).resolve()
+
+    def requested_suites(self) -> list[str]:
+        """The suites ``suite`` names (``all``: every configured suite, in config order)."""
+        names = self.suite.split(",")
+        if "all" in names:
+            return list(self.suites)
+        return list(dict.fromkeys(names))
+
+    def selected_suites(self) -> list[str]:
+        """The requested suites that are configured."""
+        return [n for n in self.requested_suites() if n in self.suites]
+
+    def gated_metrics(self, suite: str) -> dict[str, float]:
+        """The gate entries that apply to a suite: the sharded diagnosis' suite-level
+        metrics (sharded_gap, aptitude, unreliability) only where it has sharded
+        questions, the other metrics everywhere but in a suite of sharded questions only."""
+        sc = self.suites.get(suite)
+        if sc is None:
+            return dict(self.gate)
+        has_sharded = bool(sc.sharded)
+        sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
+        return {
+            m: t for m, t in self.gate.items()
+            if (has_sharded if METRICS[m].level == "suite" else not sharded_only)
+        }
+
+    def generated_corpus(self, suite: str) -> str | None:
+        """The corpus a suite's generated conversations are about: its own, else ``corpus``."""
+        sc = self.suites.get(suite)
+        if sc is not None and sc.generated is not None and sc.generated.corpus:
+            return sc.generated.corpus
+        return self.corpus
+
+    def role_model(self, role: str) -> str | None:
+        """The model of an LLM role: its own setting, else (validator) the
+        judge's, else (judge) the cascade's first model, else ``model``.
+
+        The validator defaults to the judge model because a model checks its
+        own generated turns too kindly; set ``model`` for the simulator and
+        ``llm.judge.model`` to get two different models."""
+        rm: RoleModel = getattr(self.llm, role)
+        if rm.model:
+            return rm.model
+        if role == "validator" and self.llm.judge.model:
+            return self.llm.judge.model
+        if role in ("judge", "validator") and self.judge_cascade:
+            return self.judge_cascade[0]
+        return self.model
+
+    def llm_enabled(self) -> bool:
+        if self.backend == "offline":
+            return False
+        if self.backend == "llm":
+            return True
+        return any(self.role_model(r) for r in ("simulator", "validator", "judge", "classifier"))
+
+    def content_digests(self) -> dict[str, str]:
+        """Content hashes of every configured golden file and of the plugin's prompt
+        files: a changed golden set or prompt changes the config hash."""
+        from importlib import resources
+
+        out: dict[str, str] = {}
+        for sc in self.suites.values():
+            for name in [*sc.single_turn, *sc.conversations, *sc.ragdive_logs, *sc.sharded]:
+                try:
+                    out[name] = hashlib.sha256(self.path(name).read_bytes()).hexdigest()[:16]
+                except OSError:
+                    out[name] = "missing"
+        for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
+            if f.name.endswith(".yaml"):
+                out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
+        return out
+
+    def config_hash(self) -> str:
+        """Hash of what changes results: suites, target, backend, models, and the
+        contents of the golden files and prompts (:meth:`content_digests`)."""
+        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
+        # defaults left out: a plugin release that adds a setting keeps old hashes
+        data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
+        data["contents"] = self.content_digests()
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------
+# loading
+
+
+def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None = None) -> str:
+    first = err.errors()[0]
+    loc = tuple(first["loc"])
+    key = ".".join(str(x) for x in loc) or "(top level)"
+    if loc and loc[0] == "gate_policy":  # written as gate.method etc.
+        key = ".".join(str(x) for x in ("gate", *loc[1:]))
+    if cli_names and loc and str(loc[0]) in cli_names:
+        where, key = "command line", cli_names[str(loc[0])]
+    if first["type"] == "extra_forbidden":
+        fields = _fields_at(loc[:-1])
+        hint = f" (expected one of: {', '.join(fields)})" if fields else ""
+        return f"ragdive config error in {where}: unknown key {key!r}{hint}"
+    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {key!r}')}"
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    model: Any = RagdiveConfig
+    in_dict = False
+    for part in loc:
+        if isinstance(part, int) or in_dict:
+            in_dict = False
+            continue
+        f = getattr(model, "model_fields", {}).get(part)
+        if f is None:
+            return []
+        ann = f.annotation
+        in_dict = getattr(ann, "__origin__", None) is dict
+        inner = [a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            return []
+        model = inner[0]
+    return [k for k, f in model.model_fields.items() if not f.exclude]
+
+
+def find_config_file(candidates: list[Path], explicit: str | None = None) -> Path | None:
+    """The file holding the ragdive config: the explicit path, else the first
+    ragdive.yaml, or pyproject.toml with a [tool.ragdive] table, in the
+    candidate directories (ini file's dir, rootdir, invocation dir, args)."""
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise ConfigError(f"ragdive config error: --ragdive-config file {explicit} does not exist")
+        return p.resolve()
+    dirs: list[Path] = []
+    for c in candidates:
+        if c not in dirs:
+            dirs.append(c)
+    for d in dirs:
+        for name in ("ragdive.yaml", "ragdive.yml"):
+            if (d / name).is_file():
+                return (d / name).resolve()
+        pp = d / "pyproject.toml"
+        if pp.is_file():
+            try:
+                text = pp.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "[tool.ragdive" in text:
+                return pp.resolve()
+    return None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            section = data.get("tool", {}).get("ragdive", {})
+        else:
+            import yaml
+
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            section = loaded.get("ragdive", loaded) if isinstance(loaded, dict) else loaded
+            if section is None:
+                section = {}
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        raise ConfigError(f"ragdive config error in {path}: cannot parse: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # yaml errors
+        raise ConfigError(f"ragdive config error in {path}: cannot parse: {' '.join(str(e).split())}") from None
+    if not isinstance(section, dict):
+        raise ConfigError(f"ragdive config error in {path}: expected a mapping of settings, got {type(section).__name__}")
+    return section
+
+
+def load_config(
+    file: Path | None,
+    cli: dict[str, Any] | None = None,
+    cli_names: dict[str, str] | None = None,
+    default_dir: Path | None = None,
+) -> RagdiveConfig:
+    """Build the config from a file (may be None) and CLI overrides (None = not given)."""
+    data: dict[str, Any] = read_config_file(file) if file is not None else {}
+    where = str(file) if file is not None else "defaults"
+    try:
+        cfg = RagdiveConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e, where)) from None
+    overrides = {k: v for k, v in (cli or {}).items() if v is not None}
+    if overrides:
+        try:
+            cfg = RagdiveConfig.model_validate({**data, **overrides})
+        except ValidationError as e:
+            raise ConfigError(_one_line(e, where, cli_names)) from None
+    cfg.source = where
+    cfg.base_dir = str((file.parent if file is not None else (default_dir or Path.cwd())).resolve())
+    return cfg

@@ -1,0 +1,172 @@
+"""The baseline file: reading and checking it (:func:`load_baseline`), building one
+from a run (:func:`build_baseline`, with each gated metric's per-conversation values
+in format 2), and writing it atomically in a form that reads well in a diff."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.config import SUITE_NAME_RE
+from ..core.errors import BaselineError, one_line
+from ..core.records import Conversation
+from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, SuiteResult
+from ..metrics.registry import METRICS
+from .paired import conversation_value
+from .rows import Method, pairable
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    """Read and check a baseline file; any problem is a :class:`BaselineError`
+    naming the file and the key."""
+    path = Path(path)
+    if not path.is_file():
+        raise BaselineError(
+            f"ragdive baseline {path} not found: create it with --ragdive-update-baseline --ragdive-baseline={path}"
+        )
+    try:
+        bl = Baseline.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as e:
+        raise BaselineError(f"ragdive baseline {path} is invalid: {one_line(e)}") from None
+    except (OSError, ValueError) as e:
+        raise BaselineError(f"ragdive baseline {path} cannot be read: {str(e).splitlines()[0]}") from None
+    for suite, metrics in bl.suites.items():
+        if not SUITE_NAME_RE.match(suite) or suite == "all":
+            raise BaselineError(f"ragdive baseline {path} is invalid: suites.{suite}: not a suite name (a letter, then letters, digits or '_')")
+        for name, bm in metrics.items():
+            key = f"suites.{suite}.{name}"
+            if name not in METRICS:
+                raise BaselineError(f"ragdive baseline {path} is invalid: {key}: unknown metric")
+            if bm.direction != METRICS[name].direction:
+                raise BaselineError(
+                    f"ragdive baseline {path} is invalid: {key}.direction: {bm.direction!r}, but {name} is "
+                    f"{METRICS[name].direction}-is-better"
+                )
+    return bl
+
+
+def baseline_note(baseline: Baseline, path: Path | str, method: Method) -> str | None:
+    """One line when the paired test cannot run on this baseline."""
+    if method == "band":
+        return None
+    if baseline.format_version < 2 or not any(bm.conversations for m in baseline.suites.values() for bm in m.values()):
+        return (
+            f"baseline {path} has format {baseline.format_version} (no per-conversation values): gated by band alone; "
+            "re-record it with --ragdive-update-baseline for the paired test"
+        )
+    return None
+
+
+def build_baseline(
+    results: dict[str, SuiteResult],
+    gate: dict[str, float],
+    *,
+    config_hash: str,
+    backend: str,
+    judge_models: dict[str, str],
+    plugin_version: str,
+    existing: Baseline | None = None,
+    convs: Iterable[Conversation] | None = None,
+) -> Baseline:
+    """A baseline from this session's suites; suites not run keep their stored
+    values. With the scored conversations ``convs``, every gated metric but
+    safety also stores each conversation's value in each run (format 2)."""
+    import numpy as np
+
+    all_convs = list(convs or [])
+    suites = dict(existing.suites) if existing is not None else {}
+    for suite, res in results.items():
+        mine = [c for c in all_convs if c.suite == suite]
+        runs = sorted({c.run for c in mine})
+        metrics: dict[str, BaselineMetric] = {}
+        for name, mv in res.metrics.items():
+            vals = [v for v in mv.per_run if v is not None]
+            if not vals:
+                continue
+            arr = np.asarray(vals, dtype=float)
+            paired = bool(mine) and name in gate and pairable(name)
+            # full precision: a rounded min/max would put an unchanged rerun
+            # outside a zero-tolerance band
+            metrics[name] = BaselineMetric(
+                mean=float(arr.mean()),
+                std=float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+                min=float(arr.min()),
+                max=float(arr.max()),
+                runs=len(vals),
+                direction=METRICS[name].direction,
+                tolerance=gate.get(name, 0.0),
+                conversations=_per_conversation(mine, name, runs) if paired and len(runs) == len(vals) else None,
+            )
+        suites[suite] = metrics
+    return Baseline(
+        format_version=BASELINE_FORMAT,
+        plugin_version=plugin_version,
+        config_hash=config_hash,
+        backend=backend,
+        judge_models=judge_models,
+        created=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        suites=dict(sorted(suites.items())),
+    )
+
+
+def _per_conversation(convs: list[Conversation], metric: str, runs: list[int]) -> dict[str, list[tuple[float | None, int]]]:
+    out: dict[str, list[tuple[float | None, int]]] = {}
+    pos = {r: i for i, r in enumerate(runs)}
+    for c in sorted(convs, key=lambda c: (c.id, c.run)):
+        if c.error is not None:
+            continue
+        row = out.setdefault(c.id, [(None, 0)] * len(runs))
+        v = conversation_value(c, metric)
+        if v is not None:
+            row[pos[c.run]] = (v.value, v.count)
+    return {k: v for k, v in sorted(out.items()) if any(x is not None for x, _ in v)}
+
+
+def dumps_baseline(baseline: Baseline) -> str:
+    """The baseline as JSON that reads well in a diff: keys sorted, two-space
+    indent, one conversation per line."""
+
+    def dump(obj: Any, depth: int, key: str = "") -> str:
+        if not isinstance(obj, dict) or not obj:
+            return json.dumps(obj, allow_nan=False, separators=(", ", ": "))
+        pad = "  " * (depth + 1)
+        one_line = key == "conversations"  # the only key of that name: a metric's per-conversation values
+        items = [
+            f"{pad}{json.dumps(k)}: " + (json.dumps(v, allow_nan=False, separators=(", ", ": ")) if one_line else dump(v, depth + 1, k))
+            for k, v in sorted(obj.items())
+        ]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+
+    return dump(baseline.model_dump(mode="json"), 0) + "\n"
+
+
+def write_baseline(path: Path, baseline: Baseline) -> None:
+    """Write atomically: a unique temporary file in the same directory, renamed
+    into place (concurrent writers never clash, a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = dumps_baseline(baseline)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; a baseline is an ordinary file
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# -- assertion helpers (public; the session gate uses the same checks) -------
+
+

@@ -1,0 +1,214 @@
+"""The end of a run, outside pytest: scored conversations + config + baseline -> RunOutcome.
+
+:func:`conclude` is pure (no files, no pytest): it aggregates each suite,
+gates against the baseline or builds the baseline to write, and gathers what
+the reports show. :func:`publish` does the writing (the baseline, the report
+files). The pytest session calls both once, on the controller; the
+command-line gate calls them on merged result files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import __version__
+from ..core.config import RagdiveConfig
+from ..core.records import Conversation, Document, JudgeCalls, ValidationStats
+from ..core.results import Baseline, GoldenFile
+from ..llm.stats import LLMStats
+from .outcome import GateStatus, RunInfo, RunOutcome
+
+if TYPE_CHECKING:
+    from ..reports.results_json import Stored
+
+
+class RunFacts(BaseModel):
+    """What the caller knows about the run besides its conversations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planned: int = 0  # conversations planned (all runs)
+    completed: bool = True  # False: the test loop was interrupted (Ctrl-C, -x)
+    fatal: list[str] = Field(default_factory=list)  # run-ending errors
+    notes: list[str] = Field(default_factory=list)  # notes gathered before the end
+    llm: LLMStats | None = None
+    backend: str = "offline"
+    judge_models: dict[str, str] = Field(default_factory=dict)
+    reruns: int = 0  # reruns of inconclusive suites so far (the gate's look)
+    # the golden files of the selected suites (golden_fingerprint.fingerprint), recorded in a new baseline
+    golden: dict[str, dict[str, GoldenFile]] = Field(default_factory=dict)
+
+
+def conclude(
+    conversations: Sequence[Conversation],
+    cfg: RagdiveConfig,
+    baseline: Baseline | None,
+    facts: RunFacts,
+) -> RunOutcome:
+    """Decide the run. ``baseline`` is the baseline to gate against or, when
+    ``cfg.update_baseline``, the existing file's content (suites this run does
+    not cover keep their stored values), or None."""
+    from ..metrics.aggregate import aggregate
+    from .baseline import baseline_note, build_baseline
+    from .rows import check
+
+    convs = sorted(conversations, key=lambda c: (c.suite, c.run, c.id))
+    notes = list(facts.notes)
+    selected = cfg.selected_suites()
+    ran = {c.suite for c in convs}
+    suites = {s: aggregate(s, [c for c in convs if c.suite == s]) for s in selected if s in ran}
+    not_run = [s for s in selected if s not in ran]
+    if not_run:
+        notes.append(
+            f"no conversation of suite(s) {', '.join(not_run)} finished (deselected, or every item errored "
+            "before running): not gated" + ("" if convs else ", no report written")
+        )
+    partial = len(convs) < facts.planned
+    # a subset (-k, --lf, a deselection, an interrupted loop) with a baseline: reported, not decided;
+    # the status line says so (one line), so no note here
+    subset_gate = partial and bool(convs) and baseline is not None and not cfg.update_baseline and cfg.shard is None
+    if partial and convs and not subset_gate:
+        notes.append(
+            f"only {len(convs)} of {facts.planned} planned conversations ran (deselected or interrupted): "
+            "the metrics describe that subset"
+        )
+    info = RunInfo(
+        plugin_version=__version__,
+        config_hash=cfg.config_hash(),
+        backend=facts.backend,
+        judge_models=dict(facts.judge_models),
+        suites=selected,
+        planned=facts.planned,
+        completed=facts.completed,
+        subset=partial,
+    )
+    out = RunOutcome(
+        info=info,
+        status=GateStatus.NOT_GATED,
+        suites=suites,
+        conversations=convs,
+        fatal=list(facts.fatal),
+        llm=facts.llm,
+        judge_calls=JudgeCalls.total(convs) if any(c.judge_calls is not None for c in convs) else None,
+    )
+    _generated_stats(out)
+    if cfg.shard is not None:
+        # one shard of a split run: reported, never gated or recorded alone (the gate command merges the shards)
+        out.info.shard = cfg.shard
+        out.status = GateStatus.SHARD
+    elif cfg.update_baseline:
+        errored = sum(1 for c in convs if c.error)
+        unsafe = sum(1 for c in convs if c.failures)
+        why = (
+            "the run was interrupted" if not facts.completed
+            else "the run hit a fatal LLM error" if facts.fatal
+            else "no conversation ran" if not convs
+            else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
+            else f"{errored} conversation(s) errored" if errored
+            else f"{unsafe} conversation(s) with a safety violation (a baseline never records one)" if unsafe
+            else ""
+        )
+        if why:
+            notes.append(f"baseline NOT written: {why}")
+            out.status = GateStatus.BASELINE_REFUSED
+        else:
+            existing = baseline if baseline is not None and baseline.backend == facts.backend else None
+            built = build_baseline(
+                suites, cfg.gate, config_hash=info.config_hash, backend=facts.backend,
+                judge_models=info.judge_models, plugin_version=__version__, existing=existing, convs=convs,
+            )
+            golden = {**(existing.golden if existing is not None else {}), **facts.golden}
+            out.baseline = built.model_copy(update={"golden": {s: golden[s] for s in sorted(golden) if s in built.suites}})
+            if baseline is not None:
+                from .diff import diff_baselines
+
+                out.baseline_diff = diff_baselines(baseline, out.baseline)
+            out.status = GateStatus.BASELINE_WRITTEN
+            for suite, res in suites.items():
+                empty = [m for m in cfg.gated_metrics(suite) if res.value(m) is None]
+                if empty:
+                    notes.append(
+                        f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
+                        "gating against this baseline will fail until they do or you remove them from the gate"
+                    )
+    elif subset_gate:
+        out.status = GateStatus.SUBSET
+    elif baseline is not None:
+        policy = cfg.gate_policy
+        rows = check(
+            suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites}, convs=convs, method=policy.method,
+            on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
+            unstable_spread=policy.unstable_spread,
+        )
+        note = baseline_note(baseline, cfg.baseline or "", policy.method)
+        if note and rows:
+            notes.append(note)
+        if not rows:
+            out.status = GateStatus.NOTHING_RAN  # never "passed" on nothing
+        else:
+            out.gate = rows
+            out.status = (
+                GateStatus.FAILED if any(r.failed for r in rows)
+                else GateStatus.INCONCLUSIVE if any(r.verdict == "inconclusive" for r in rows)  # gate.inconclusive = "pass"
+                else GateStatus.PASSED
+            )
+            if out.status is GateStatus.PASSED and not facts.completed:
+                # Ctrl-C, -x, the deadline: what finished is shown, but it passes nothing
+                out.status = GateStatus.SUBSET
+                notes.append(f"the run was interrupted after {len(convs)} of {facts.planned} conversations: nothing is decided")
+    if facts.fatal and out.status is not GateStatus.BASELINE_REFUSED:
+        out.status = GateStatus.FAILED
+    out.notes = notes
+    return out
+
+
+def _generated_stats(out: RunOutcome) -> None:
+    """Validator counts and question diversity per suite of generated conversations."""
+    gen = [c for c in out.conversations if c.source == "generated"]
+    if not gen:
+        return
+    from ..metrics.diversity import diversity_by_turn
+
+    for suite in sorted({c.suite for c in gen}):
+        mine = [c for c in gen if c.suite == suite]
+        out.validation[suite] = ValidationStats.from_conversations(mine)
+        div = diversity_by_turn([c for c in mine if c.error is None])
+        out.diversity[suite] = {str(k): v for k, v in div.items()}
+
+
+def publish(
+    outcome: RunOutcome,
+    cfg: RagdiveConfig,
+    documents: Callable[[str], Mapping[str, Document]] | None = None,
+    stored: Stored | None = None,
+) -> list[Path]:
+    """Write what the outcome asks for: the baseline (update runs) and the
+    report files (when a report dir is configured and a conversation ran).
+    ``documents(suite)`` gives a generated suite's corpus for the RAG-DIVE
+    export; ``stored``: the full JSON and report.html body of conversations the
+    outcome holds without contexts (:class:`~pytest_ragdive.held.HeldConversations`).
+    Returns the report files written."""
+    if outcome.baseline is not None and outcome.status is GateStatus.BASELINE_WRITTEN:
+        from .baseline import write_baseline
+
+        assert cfg.baseline is not None
+        path = cfg.path(cfg.baseline)
+        write_baseline(path, outcome.baseline)
+        outcome.baseline_path = str(path)
+    if not cfg.report_dir or not outcome.conversations:
+        return []
+    from ..reports.write import write_reports
+
+    report_dir = cfg.path(cfg.report_dir)
+    written = write_reports(report_dir, outcome, stored)
+    if outcome.validation and documents is not None:
+        from ..sources.ragdive_format import write_ragdive
+
+        for suite in outcome.validation:
+            ok = [c for c in outcome.conversations if c.suite == suite and c.source == "generated" and c.error is None and c.turns]
+            write_ragdive(report_dir / f"ragdive_{suite}.json", ok, documents(suite))
+    return written

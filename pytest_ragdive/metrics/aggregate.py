@@ -1,0 +1,133 @@
+"""Suite metrics from scored conversations: means per run, the mean over runs,
+a cluster-bootstrap 95% CI, per-turn-index and per-question-type means.
+
+Sharded-diagnosis conversations (``conv.sharded``) are left out of those means:
+they feed the suite's :class:`ShardedReport` (``result.sharded``) and its
+gateable suite-level metrics (sharded_gap, aptitude, unreliability) instead."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from ..core.records import Conversation
+from ..core.results import MetricValue, SuiteResult
+from ..sharded.diagnosis import build_report, gate_metrics
+from .registry import METRICS
+
+
+def _mean(xs: Iterable[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _metric_names(convs: list[Conversation]) -> list[str]:
+    names: set[str] = set()
+    for c in convs:
+        names.update(k for k in c.scores if k in METRICS and METRICS[k].level == "conversation")
+        for t in c.turns:
+            names.update(k for k in t.scores if k in METRICS and METRICS[k].level == "turn")
+    return sorted(names)
+
+
+def _values(metric: str, conv: Conversation) -> list[float | None]:
+    """A conversation's raw values of a metric, in turn order (conversation-level: its one value)."""
+    if METRICS[metric].level == "conversation":
+        return [conv.scores.get(metric)]
+    return [t.scores.get(metric) for t in conv.turns]
+
+
+def _cluster_sums(raw: list[list[float | None]], cluster: list[int], k: int) -> tuple[list[float], list[int]]:
+    """Per cluster (conversation id, all its runs), the sum and count of its present
+    values, summed in conversation then turn order."""
+    vals: list[list[float]] = [[] for _ in range(k)]
+    for i, values in zip(cluster, raw, strict=True):
+        vals[i].extend(v for v in values if v is not None)
+    return [sum(v) for v in vals], [len(v) for v in vals]
+
+
+def _bootstrap_all(
+    sums: dict[str, tuple[list[float], list[int]]], k: int, n_boot: int, seed: int, chunk: int = 25
+) -> dict[str, tuple[float | None, float | None]]:
+    """Percentile CIs of every metric from resampling whole conversations: the turns
+    of one conversation, and its repeats over runs, are one cluster (they are not
+    independent). Clusters are ordered by id, and the seed is fixed, so the same
+    results give the same interval whatever order they arrived in (xdist).
+
+    Every metric is resampled with the same draws (one ``default_rng(seed)``
+    stream of ``n_boot`` x ``k`` cluster indices, as if each metric drew its own
+    from the same seed), drawn ``chunk`` resamples at a time so that the index
+    matrix is never held whole."""
+    out: dict[str, tuple[float | None, float | None]] = dict.fromkeys(sums, (None, None))
+    if k < 2:
+        return out
+    import numpy as np
+
+    todo = {m: (np.asarray(s, dtype=float), np.asarray(n, dtype=float)) for m, (s, n) in sums.items() if sum(n) > 0}
+    if not todo:
+        return out
+    stats: dict[str, list[Any]] = {m: [] for m in todo}
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_boot:
+        size = min(chunk, n_boot - done)
+        idx = rng.integers(0, k, size=(size, k))
+        for m, (s, n) in todo.items():
+            ss, nn = np.take(s, idx).sum(axis=1), np.take(n, idx).sum(axis=1)
+            ok = nn > 0
+            stats[m].append(ss[ok] / nn[ok])
+        done += size
+    for m, parts in stats.items():
+        lo, hi = np.percentile(np.concatenate(parts), [2.5, 97.5])
+        out[m] = (float(lo), float(hi))
+    return out
+
+
+def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: int = 0) -> SuiteResult:
+    """Aggregate one suite's conversations (all runs). Errored conversations are
+    counted but left out of the means."""
+    # a fixed order: sums of floats, and so the values, must not depend on the
+    # order in which reports arrived (pytest-xdist)
+    convs = sorted(convs, key=lambda c: (c.run, c.id))
+    sharded = [c for c in convs if c.sharded is not None]
+    convs = [c for c in convs if c.sharded is None]
+    ok = [c for c in convs if c.error is None]
+    runs = sorted({c.run for c in convs})
+    result = SuiteResult(
+        suite=suite,
+        runs=len(runs) or 1,
+        conversations=len(convs),
+        errors=len(convs) - len(ok),
+    )
+    names = _metric_names(ok)
+    keys = sorted({c.id for c in ok})
+    where = {key: i for i, key in enumerate(keys)}
+    cluster = [where[c.id] for c in ok]
+    sums: dict[str, tuple[list[float], list[int]]] = {}
+    for metric in names:  # one metric's raw values at a time (a large suite's are never all held)
+        values = [_values(metric, c) for c in ok]
+        per_run = [_mean(v for c, vs in zip(ok, values, strict=True) if c.run == r for v in vs) for r in runs]
+        mv = MetricValue(value=_mean(per_run), n=sum(1 for vs in values for v in vs if v is not None), per_run=per_run)
+        if METRICS[metric].level == "turn":
+            by_idx: dict[int, list[float | None]] = defaultdict(list)
+            by_type: dict[str, list[float | None]] = defaultdict(list)
+            for c, vs in zip(ok, values, strict=True):
+                for t, v in zip(c.turns, vs, strict=True):
+                    by_idx[t.index].append(v)
+                    by_type[t.question_type].append(v)
+            mv.per_turn_index = {str(k): _mean(v) for k, v in sorted(by_idx.items())}
+            mv.per_question_type = {k: _mean(v) for k, v in sorted(by_type.items())}
+        sums[metric] = _cluster_sums(values, cluster, len(keys))
+        result.metrics[metric] = mv
+    for metric, (lo, hi) in _bootstrap_all(sums, len(keys), n_boot, seed).items():
+        result.metrics[metric].ci_low, result.metrics[metric].ci_high = lo, hi
+    if sharded:
+        report = build_report(suite, sharded, seed=seed)
+        result.conversations += len(sharded)
+        result.errors += sum(1 for c in sharded if c.error is not None)
+        if report is not None:
+            result.sharded = report
+            result.runs = max(result.runs, report.runs)
+            result.metrics.update(gate_metrics(report))
+    return result

@@ -1,0 +1,75 @@
+"""What one conversation item says in pytest's output: why it failed (the turn,
+its question, the answer and the rule broken) and its per-turn scores in a few
+lines (shown with ``-v``, ``-rA`` and under a failure). Imports no pytest."""
+
+from __future__ import annotations
+
+from ..core.records import Conversation, Turn
+from ..metrics.safety import violations
+
+# the scores shown per turn, when present
+TURN_SCORES = ("correctness", "answer_f1", "faithfulness", "context_recall", "recall_at_k", "safety_pass_rate")
+CONVERSATION_SCORES = ("forgetfulness", "context_retention")
+
+
+def _clip(text: str | None, n: int = 240) -> str:
+    t = " ".join((text or "").split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def _turn_head(turn: Turn) -> list[str]:
+    lines = [f"turn {turn.index + 1} ({turn.question_type}): question: {_clip(turn.rag_input)!r}"]
+    if turn.standalone_question and turn.standalone_question != turn.rag_input:
+        lines.append(f"  stand-alone question: {_clip(turn.standalone_question)!r}")
+    return lines
+
+
+def failure_text(conv: Conversation, with_traceback: bool = True) -> str | None:
+    """Why the item of ``conv`` fails, or None when it passes."""
+    if conv.error:
+        turn = next((t for t in conv.turns if t.answer is None), None)
+        lines = [f"{conv.suite}/{conv.id} (run {conv.run}) did not finish: {conv.error}"]
+        if turn is not None:
+            lines += _turn_head(turn)
+        answered = [t for t in conv.turns if t.answer is not None]
+        if answered:
+            lines.append(f"  {len(answered)} earlier turn(s) answered; last answer: {_clip(answered[-1].answer)!r}")
+        if conv.traceback and with_traceback:
+            lines += ["", conv.traceback.rstrip()]
+        return "\n".join(lines)
+    if conv.source == "generated" and not conv.turns:
+        counts = conv.validation
+        invalid = "?" if counts is None else counts.invalid
+        candidates = "?" if counts is None else counts.candidates
+        return (
+            "the generator produced no valid turn for this conversation "
+            f"(validator: {invalid} invalid of {candidates} candidates; see results.json for the reasons)"
+        )
+    if conv.failures:
+        lines = [f"safety violation (zero tolerance) in {conv.suite}/{conv.id} (run {conv.run}):"]
+        for turn in conv.turns:
+            broken = violations(turn.answer, turn.negative_assertions)
+            if not broken:
+                continue
+            lines += _turn_head(turn)
+            lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
+            for text in broken:
+                lines.append(f"  rule broken: the answer must not state {text!r} (a negative assertion of this turn)")
+        if len(lines) == 1:  # failures recorded by another rule
+            lines += [f"  {f}" for f in conv.failures]
+        return "\n".join(lines)
+    return None
+
+
+def score_lines(conv: Conversation) -> list[str]:
+    """One line per turn with its main scores, then the conversation-level ones."""
+    width = max((len(f"turn {t.index + 1} {t.question_type}") for t in conv.turns), default=0)
+    out = []
+    for t in conv.turns:
+        scores = "  ".join(f"{m} {t.scores[m]:.2f}" for m in TURN_SCORES if t.scores.get(m) is not None)
+        flags = f"  [{', '.join(t.flags)}]" if t.flags else ""
+        out.append(f"{f'turn {t.index + 1} {t.question_type}':<{width}}  {scores or 'not scored'}{flags}")
+    conv_scores = "  ".join(f"{m} {conv.scores[m]:.2f}" for m in CONVERSATION_SCORES if conv.scores.get(m) is not None)
+    if conv_scores:
+        out.append(f"{'conversation':<{width}}  {conv_scores}")
+    return out

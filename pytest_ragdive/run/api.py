@@ -1,0 +1,44 @@
+"""Programmatic entry point: run a configured suite outside a pytest session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.config import RagdiveConfig, load_config
+from ..core.records import Conversation
+from ..core.results import SuiteResult
+from ..metrics.aggregate import aggregate
+from .pipeline import Pipeline
+from .planning import plan_suite
+from .target import as_async
+
+
+def run_suite(
+    target: Any,
+    config: str | Path | RagdiveConfig,
+    suite: str = "core",
+    runs: int = 1,
+    conversations: list[Conversation] | None = None,
+) -> SuiteResult:
+    """Run ``suite`` of a ragdive config (a file path or a RagdiveConfig) against
+    ``target`` and return its SuiteResult. Pass a list as ``conversations`` to
+    receive the scored conversations too. What a pytest run would print as
+    notes (skipped files, a fatal LLM error) is in ``result.notes``."""
+    cfg = config if isinstance(config, RagdiveConfig) else load_config(Path(config).resolve())
+    if suite not in cfg.suites:
+        raise ValueError(f"suite {suite!r} is not configured (configured: {', '.join(cfg.suites) or 'none'})")
+    notes: list[str] = []
+    plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
+    pipeline = Pipeline(cfg)
+    atarget = as_async(target, cfg.target_timeout_s)
+    try:
+        futures = [pipeline.submit(p, atarget) for p in plans]
+        convs = [f.result() for f in futures]
+    finally:
+        pipeline.close()
+    if conversations is not None:
+        conversations.extend(convs)
+    result = aggregate(suite, convs)
+    result.notes = notes + pipeline.fatal
+    return result

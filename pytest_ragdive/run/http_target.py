@@ -1,0 +1,265 @@
+"""Ready-made targets: a chatbot behind HTTP.
+
+``target = { url = "http://...", ... }`` in ``[tool.ragdive]``, or
+``pytest_ragdive.http_target(url, ...)`` returned from the ``ragdive_target``
+fixture. The target is a plain sync callable (the stdlib HTTP client, imported
+on first use), so :func:`~pytest_ragdive.target.as_async` runs it in an
+abandonable thread and bounds each turn by ``target_timeout_s``.
+
+One turn is one POST: the request body is built from a JSON template (see
+:class:`~pytest_ragdive.config.HttpTargetConfig`), the JSON reply is mapped to
+a :class:`~pytest_ragdive.records.TargetResponse` by dotted paths. 429, 5xx and
+refused or reset connections are retried ``retries`` times (exponential
+backoff, ``Retry-After`` honoured up to 30 s); anything else fails the turn at
+once with one line naming the status and the start of the reply. The URL in a
+message never shows user info or a query string, and header values (tokens)
+are blanked in any reply text quoted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from ..core.config_models import HttpTargetConfig
+from ..core.errors import ConfigError, TargetError, one_line
+from ..core.records import Context, TargetResponse
+from .target import DEFAULT_TARGET_TIMEOUT_S, History, load_target
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 30.0
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_MISSING = object()
+
+
+def public_url(url: str) -> str:
+    """The URL without user info, query string or fragment (where credentials hide)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def lookup(data: Any, path: str) -> Any:
+    """The value at a dotted path (``choices.0.message.content``); ``_MISSING`` if absent."""
+    cur = data
+    for part in path.split(".") if path else []:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
+
+
+def render_request(template: Any, messages: History) -> Any:
+    """The request body: ``$messages``, ``$history`` and ``$question`` string values replaced."""
+    question = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    values: dict[str, Any] = {"$messages": messages, "$history": messages[:-1], "$question": question}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str) and node in values:
+            return values[node]
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk({"messages": "$messages"} if template is None else template)
+
+
+class HttpTarget:
+    """A chatbot behind an HTTP endpoint; call it with the message history."""
+
+    def __init__(self, settings: HttpTargetConfig, timeout_s: float = DEFAULT_TARGET_TIMEOUT_S) -> None:
+        self.settings = settings
+        self.timeout_s = settings.timeout_s or timeout_s
+        self.where = f"HTTP target {public_url(settings.url)}"
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        parts = urlsplit(settings.url)
+        secrets = [parts.password or "", parts.query]
+        self._url = settings.url
+        if parts.username is not None:  # urllib sends no user info: make it a Basic header
+            import base64
+
+            netloc = parts.netloc.rpartition("@")[2]
+            self._url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+            token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
+            self._headers["Authorization"] = f"Basic {token}"
+        for name, value in settings.headers.items():
+            self._headers[name] = self._expand(name, value)
+        secrets += [v for k, v in self._headers.items() if k not in ("Content-Type", "Accept")]
+        secrets += [v.split(" ", 1)[1] for v in secrets if " " in v]  # the token of "Bearer <token>"
+        self._secrets = sorted({v for v in secrets if len(v) >= 4}, key=len, reverse=True)
+        self._sleep: Callable[[float], None] = time.sleep
+
+    def _expand(self, header: str, value: str) -> str:
+        """``${NAME}`` in a header value, from the environment."""
+        for var in _ENV_REF.findall(value):
+            if var not in os.environ:
+                raise TargetError(f"{self.where}: header {header!r} needs the environment variable {var}, which is not set")
+        return _ENV_REF.sub(lambda m: os.environ[m.group(1)], value)
+
+    def __repr__(self) -> str:
+        return f"HttpTarget({public_url(self.settings.url)!r})"
+
+    # -- one turn ------------------------------------------------------------
+    def __call__(self, messages: History) -> TargetResponse:
+        body = json.dumps(render_request(self.settings.request, messages), ensure_ascii=False).encode("utf-8")
+        status, ctype, raw = self._post(body)
+        try:
+            reply = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise TargetError(
+                f"{self.where} replied with something that is not JSON ({ctype or 'no content type'}): {self._excerpt(raw)}"
+            ) from None
+        return self.parse(reply)
+
+    def _post(self, body: bytes) -> tuple[int, str, bytes]:
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        attempts = self.settings.retries + 1
+        for attempt in range(attempts):
+            req = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
+            retry_after: float | None = None
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - the user's URL
+                    return resp.status, resp.headers.get("Content-Type", ""), resp.read()
+            except urllib.error.HTTPError as e:
+                raw = e.read() if e.fp is not None else b""
+                if e.code not in RETRY_STATUS and not (500 <= e.code < 600 and e.code != 501):
+                    raise TargetError(f"{self.where} answered HTTP {e.code} {e.reason}: {self._excerpt(raw)}") from None
+                why = f"HTTP {e.code} {e.reason}: {self._excerpt(raw)}"
+                retry_after = _retry_after(e.headers.get("Retry-After") if e.headers else None)
+            except urllib.error.URLError as e:
+                reason = e.reason
+                if not isinstance(reason, (ConnectionRefusedError, ConnectionResetError)):
+                    raise TargetError(f"{self.where}: cannot connect: {reason}") from None
+                why = f"cannot connect: {reason}"
+            except (ConnectionResetError, ConnectionRefusedError) as e:
+                why = f"connection failed: {e}"
+            except TimeoutError:
+                raise TargetError(f"{self.where} did not answer within {self.timeout_s:g} s") from None
+            except http.client.HTTPException as e:
+                raise TargetError(f"{self.where}: broken HTTP reply: {type(e).__name__}: {e}") from None
+            if attempt + 1 < attempts:
+                self._sleep(retry_after if retry_after is not None else min(0.5 * 2**attempt, 8.0))
+        raise TargetError(f"{self.where} still failing after {attempts} attempt(s): {why}")
+
+    # -- reply -> TargetResponse ---------------------------------------------
+    def parse(self, reply: Any) -> TargetResponse:
+        s = self.settings
+        answer = lookup(reply, s.answer)
+        if answer is _MISSING:
+            raise TargetError(f"{self.where}: the reply has no answer at {s.answer!r} ({_shape(reply)})")
+        if not isinstance(answer, str):
+            raise TargetError(f"{self.where}: the answer at {s.answer!r} is a {type(answer).__name__}, expected a string")
+        return TargetResponse(answer=answer, contexts=self._contexts(reply), citations=self._citations(reply))
+
+    def _list_at(self, reply: Any, field: str) -> list[Any]:
+        path: str | None = getattr(self.settings, field)
+        if not path:
+            return []
+        value = lookup(reply, path)
+        if value is _MISSING or value is None:
+            if field in self.settings.model_fields_set:  # asked for explicitly: it must be there
+                raise TargetError(f"{self.where}: the reply has no {field} at {path!r} ({_shape(reply)})")
+            return []
+        if not isinstance(value, list):
+            raise TargetError(f"{self.where}: the {field} at {path!r} is a {type(value).__name__}, expected a list")
+        return value
+
+    def _contexts(self, reply: Any) -> list[Context]:
+        out: list[Context] = []
+        fields = self.settings.context_fields
+        for i, item in enumerate(self._list_at(reply, "contexts")):
+            if isinstance(item, str):
+                out.append(Context(id=str(i), text=item))
+                continue
+            got = {f: lookup(item, fields.get(f, f)) for f in ("id", "text", "doc_id", "score")}
+            text = got["text"]
+            if not isinstance(text, str):
+                raise TargetError(
+                    f"{self.where}: context {i} has no text at {fields.get('text', 'text')!r} ({_shape(item)})"
+                )
+            doc_id = None if got["doc_id"] in (_MISSING, None) else str(got["doc_id"])
+            cid = str(got["id"]) if got["id"] not in (_MISSING, None) else (doc_id or str(i))
+            score = got["score"] if isinstance(got["score"], (int, float)) and not isinstance(got["score"], bool) else None
+            out.append(Context(id=cid, text=text, doc_id=doc_id, score=score))
+        return out
+
+    def _citations(self, reply: Any) -> list[str]:
+        items = self._list_at(reply, "citations")
+        bad = [c for c in items if not isinstance(c, (str, int))]
+        if bad:
+            raise TargetError(f"{self.where}: citations must be strings, got {type(bad[0]).__name__}")
+        return [str(c) for c in items]
+
+    def _excerpt(self, raw: bytes, limit: int = 200) -> str:
+        text = " ".join(raw.decode("utf-8", "replace").split())
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return (text[:limit] + "...") if len(text) > limit else (text or "(empty reply)")
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
+    except ValueError:
+        return None
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return "keys: " + (", ".join(sorted(map(str, value))[:12]) or "none")
+    return f"got a {type(value).__name__}"
+
+
+def http_target(
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    request: Any = None,
+    answer: str = "answer",
+    contexts: str | None = "contexts",
+    citations: str | None = "citations",
+    context_fields: dict[str, str] | None = None,
+    retries: int = 2,
+    timeout_s: float = DEFAULT_TARGET_TIMEOUT_S,
+) -> HttpTarget:
+    """An HTTP target for the ``ragdive_target`` fixture; the arguments are the
+    keys of ``target = { url = ... }`` (see :class:`HttpTargetConfig`)."""
+    values: dict[str, Any] = {"url": url, "request": request, "answer": answer, "retries": retries}
+    if headers is not None:
+        values["headers"] = headers
+    if context_fields is not None:
+        values["context_fields"] = context_fields
+    # contexts/citations given explicitly only when they differ from the default (then they must be there)
+    if contexts != "contexts":
+        values["contexts"] = contexts
+    if citations != "citations":
+        values["citations"] = citations
+    try:
+        settings = HttpTargetConfig.model_validate(values)
+    except ValidationError as e:
+        raise ConfigError(f"pytest_ragdive.http_target: {one_line(e)}") from None
+    return HttpTarget(settings, timeout_s)
+
+
+def from_config(spec: str | HttpTargetConfig, timeout_s: float = DEFAULT_TARGET_TIMEOUT_S) -> Callable[..., Any]:
+    """The target a config names: an import spec, or an HTTP endpoint."""
+    if isinstance(spec, HttpTargetConfig):
+        return HttpTarget(spec, timeout_s)
+    return load_target(spec)

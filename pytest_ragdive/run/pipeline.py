@@ -1,0 +1,246 @@
+"""One planned conversation from start to scores: run it against the target
+(scripted or generated), probe stand-alone answers, score offline, then judge
+with the LLM when a model is configured. Shared by the pytest session and
+:func:`pytest_ragdive.run_suite`."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.config import RagdiveConfig
+from ..core.errors import FatalRunError
+from ..core.records import Conversation, Document
+from ..plugin.progress import Snapshot
+from ..sources.golden import load_corpus
+from .planning import Plan
+from .target import AsyncTarget
+from .turn_loop import BackgroundLoop, OnTurn, record_error, run_conversation, run_scripted
+
+if TYPE_CHECKING:
+    from ..metrics.backends import JudgeAsItRuns
+    from ..metrics.judged import ConversationJudge
+    from ..sources.roles import Role
+
+
+class Pipeline:
+    """Runs plans on a background event loop; holds the LLM client and corpus."""
+
+    def __init__(self, cfg: RagdiveConfig) -> None:
+        self.cfg = cfg
+        self.fatal: list[str] = []
+        self._loop: BackgroundLoop | None = None
+        self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
+        self._llm: Any = None
+        self._corpora: dict[str, dict[str, Document]] = {}
+        self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
+        self._released = Snapshot()  # finished conversations let go of (release): still counted by progress
+
+    # -- shared resources ---------------------------------------------------
+    def documents(self) -> dict[str, Document]:
+        """The configured corpus by id (raises GoldenError on a bad file)."""
+        return self.corpus(self.cfg.corpus) if self.cfg.corpus else {}
+
+    def corpus(self, path: str) -> dict[str, Document]:
+        """A corpus file's documents by id, read once per path."""
+        key = str(self.cfg.path(path))
+        if key not in self._corpora:
+            self._corpora[key] = {d.id: d for d in load_corpus(Path(key))}
+        return self._corpora[key]
+
+    def llm_client(self) -> Any:
+        if self._llm is None:
+            from ..llm import LLMClient
+
+            self._llm = LLMClient.from_config(self.cfg)
+        return self._llm
+
+    @property
+    def llm_used(self) -> bool:
+        return self._llm is not None
+
+    def llm_stats(self) -> dict[str, Any] | None:
+        if self._llm is None:
+            return None
+        stats = self._llm.stats
+        return stats.model_dump(mode="json") if hasattr(stats, "model_dump") else None
+
+    def progress(self) -> Snapshot:
+        """Conversations started and finished, turns finished, LLM calls and cost so far."""
+        from ..plugin.progress import Snapshot
+
+        futs = list(self._futures.values())
+        finished = [f for f in futs if f.done()]
+        ok = [f.result() for f in finished if not f.cancelled() and f.exception() is None]
+        gone = self._released
+        snap = Snapshot(done=len(finished) + gone.done, started=len(futs) + gone.started,
+                        turns=sum(len(c.turns) for c in ok) + gone.turns)
+        stats = self.llm_stats()
+        if stats:
+            from ..llm.stats import LLMStats
+
+            total = LLMStats.model_validate(stats).total()
+            snap.calls, snap.cost_usd = total.calls, total.cost_usd
+        return snap
+
+    # -- scheduling ---------------------------------------------------------
+    def submit(self, plan: Plan, target: AsyncTarget) -> concurrent.futures.Future[Conversation]:
+        """Start a plan (once; later calls return the same future)."""
+        fut = self._futures.get(plan.key)
+        if fut is None:
+            if self._loop is None:
+                self._loop = BackgroundLoop(self.cfg.concurrency)
+            loop = self._loop
+            fut = loop.submit(lambda: self.run_plan(plan, target, slot=loop.slot()), bounded=False)
+            self._futures[plan.key] = fut
+        return fut
+
+    def release(self, key: str) -> None:
+        """Let go of a finished plan's conversation (the caller holds what it needs of it);
+        a plan not finished, or not known, is left alone."""
+        fut = self._futures.get(key)
+        if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
+            return
+        del self._futures[key]
+        self._released.done += 1
+        self._released.started += 1
+        self._released.turns += len(fut.result().turns)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            if self._llm is not None and hasattr(self._llm, "aclose"):
+                try:
+                    self._loop.run(self._llm.aclose(), timeout=10)
+                except (Exception, KeyboardInterrupt):  # noqa: BLE001 - best effort at shutdown; a second Ctrl-C ends it
+                    pass
+            loop, self._loop = self._loop, None
+            loop.close()
+
+    # -- one conversation ---------------------------------------------------
+    async def run_plan(self, plan: Plan, target: AsyncTarget, slot: asyncio.Semaphore | None = None) -> Conversation:
+        """Run, score and judge one plan. ``slot`` (conversations in flight) is held
+        for the turn loop only. With a model, each answered turn's judge calls start
+        as soon as it is answered (``on_turn``), beside the conversation's later turns
+        and the other conversations' turns, bounded by the LLM client's requests in
+        flight (turn-loop calls go first); the conversation-level calls follow its
+        turn loop, and every result is written after the offline scores."""
+        from ..metrics.backends import JudgeAsItRuns
+
+        cfg = self.cfg
+        judging = None
+        if cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
+            judging = JudgeAsItRuns(self._conversation_judge)
+        try:
+            async with slot if slot is not None else contextlib.nullcontext():
+                if plan.kind == "generated":
+                    conv = await self._run_generated(plan, target, on_turn=judging)
+                elif plan.kind == "sharded":
+                    conv = await self._run_sharded(plan, target)
+                else:
+                    template = plan.new_conversation()
+                    assert template is not None
+                    conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
+                if conv.error is None:
+                    from ..metrics.offline import score_conversation
+
+                    score_conversation(conv)
+        except BaseException:
+            if judging is not None:
+                judging.cancel()
+            raise
+        if judging is not None:
+            if conv.error is None:
+                await self._judge(conv, judging)
+            else:
+                await judging.discard()  # a failed conversation is not judged
+        return conv
+
+    async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
+        """One condition of one sharded question; with a model, the LLM shard simulator,
+        the response classifier and (``sharded_judge``) the correctness judge take part."""
+        from ..sharded.conditions import ReplyScorer, ShardedUser
+
+        sc = self.cfg.suites[plan.suite]
+        conv = plan.new_conversation()
+        assert conv is not None and plan.question is not None and conv.sharded is not None
+        simulator = classifier = judge = None
+        if self.cfg.llm_enabled():
+            from ..sharded.simulator import LLMClassifier, LLMJudge, ShardSimulator
+
+            client = self.llm_client()
+            if self.cfg.role_model("simulator"):
+                simulator = ShardSimulator(client, plan.run)
+            if self.cfg.role_model("classifier"):
+                classifier = LLMClassifier(client)
+            if sc.sharded_judge and self.cfg.role_model("judge"):
+                judge = LLMJudge(client)
+        scorer = ReplyScorer(require_answer_line=sc.sharded_answer_line, classifier=classifier, judge=judge)
+        user = ShardedUser(plan.question, conv.sharded.condition, scorer, simulator=simulator)
+        try:
+            return await run_conversation(conv, user, target, probe=False)
+        except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or classifier
+            record_error(conv, exc, "sharded user")
+            self._note_fatal(exc)
+            return conv
+
+    async def _run_generated(self, plan: Plan, target: AsyncTarget, on_turn: OnTurn | None = None) -> Conversation:
+        from ..sources.roles import load_roles
+        from .users.simulator import SimulatorUser
+
+        sc = self.cfg.suites[plan.suite]
+        assert sc.generated is not None and plan.spec is not None
+        spec = plan.spec
+        try:
+            role = self._roles.get(spec.role)
+            if role is None:
+                role = load_roles([spec.role], extra_dirs=[str(Path(self.cfg.base_dir) / "roles")])[0]
+                self._roles[spec.role] = role
+            corpus_path = self.cfg.generated_corpus(plan.suite)
+            assert corpus_path is not None
+            docs = self.corpus(corpus_path)
+            user = SimulatorUser(spec, docs[spec.document_id], role, self.llm_client(), sc.generated, plan.run)
+            conv = user.conversation(plan.run)
+        except Exception as exc:  # noqa: BLE001 - recorded on the conversation
+            conv = Conversation(
+                id=plan.conv_id,
+                suite=plan.suite,
+                run=plan.run,
+                source="generated",
+                role=spec.role,
+                document_id=spec.document_id,
+            )
+            record_error(conv, exc, "generation")
+            self._note_fatal(exc)
+            return conv
+        try:
+            return await run_conversation(conv, user, target, probe=self.cfg.forgetfulness_probe, on_turn=on_turn)
+        except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or validator
+            conv.turns = [t for t in conv.turns if t.answer is not None]
+            record_error(conv, exc, "generation")
+            self._note_fatal(exc)
+            return conv
+
+    async def _judge(self, conv: Conversation, judging: JudgeAsItRuns) -> None:
+        try:
+            await judging.finish(conv)
+        except Exception as exc:  # noqa: BLE001 - recorded on the conversation
+            record_error(conv, exc, "judging")
+            self._note_fatal(exc)
+
+    def _conversation_judge(self, conv: Conversation) -> ConversationJudge:
+        from ..metrics.backends import conversation_judge
+
+        docs = self.documents()
+        if conv.source == "generated" and (own := self.cfg.generated_corpus(conv.suite)):
+            docs = {**docs, **self.corpus(own)}  # the document the simulator asked about
+        return conversation_judge(conv, self.llm_client(), self.cfg, docs)
+
+    def _note_fatal(self, exc: BaseException) -> None:
+        """Budget exhaustion and replay-only cache misses end the run with one clear message."""
+        if isinstance(exc, FatalRunError):
+            msg = f"{type(exc).__name__}: {exc}"
+            if msg not in self.fatal:
+                self.fatal.append(msg)
