@@ -131,7 +131,12 @@ def _bootstrap_one(values: dict[str, list[list[float | None]]], n_boot: int, see
 
 
 @pytest.mark.parametrize(("k", "n_boot", "chunk"), [(2, 50, 7), (40, 333, 100), (130, 1000, 64)])
-def test_one_stream_of_draws_gives_each_metrics_own_interval(k: int, n_boot: int, chunk: int) -> None:
+def test_one_stream_of_draws_gives_each_metrics_own_interval(
+    k: int, n_boot: int, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ragdive.core import stats
+
+    monkeypatch.setattr(stats, "MAX_CELLS", chunk * k)  # draws `chunk` resamples at a time
     rng = np.random.default_rng(k)
     metrics: dict[str, dict[str, list[list[float | None]]]] = defaultdict(dict)
     for name, missing in (("a", 0.0), ("b", 0.3), ("none", 1.0)):
@@ -145,7 +150,7 @@ def test_one_stream_of_draws_gives_each_metrics_own_interval(k: int, n_boot: int
         keys = sorted(per)
         vals = [[v for vs in per[c] for v in vs if v is not None] for c in keys]
         sums[name] = ([sum(v) for v in vals], [len(v) for v in vals])
-    got = _bootstrap_all(sums, k, n_boot, seed=0, chunk=chunk)
+    got = _bootstrap_all(sums, k, n_boot, seed=0)
     for name, per in metrics.items():
         assert got[name] == _bootstrap_one(per, n_boot, seed=0), name
     assert got["none"] == (None, None)

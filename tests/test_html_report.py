@@ -16,7 +16,8 @@ from example_outcome import HOSTILE, PRO_PRICE, example_outcome
 from pydantic import BaseModel, Field
 
 from pytest_ragdive.gate.outcome import RunOutcome
-from pytest_ragdive.reports.html import VERDICTS, render_html, write_html
+from pytest_ragdive.gate.ranking import VERDICTS
+from pytest_ragdive.reports.html import render_html, write_html
 
 
 class Page(HTMLParser):

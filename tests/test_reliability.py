@@ -8,10 +8,10 @@ from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.sharded.aptitude import (
     aptitude,
     best,
-    cluster_bootstrap,
     mean_over_questions,
     paired_difference,
     percentile,
+    question_ratio,
     unreliability,
 )
 from pytest_ragdive.sharded.diagnosis import build_report, gate_metrics
@@ -67,7 +67,7 @@ def test_identical_conditions_give_a_zero_interval_and_one_question_none() -> No
     assert (est.value, est.ci_low, est.ci_high) == (0.0, 0.0, 0.0)
     one = paired_difference({"a": [(1.0, 0.0)]})
     assert one.value == 1.0 and one.ci_low is None
-    value, lo, hi = cluster_bootstrap({}, lambda xs: 1.0)
+    value, lo, hi = question_ratio({}, {})
     assert (value, lo, hi) == (None, None, None)
 
 

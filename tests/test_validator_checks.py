@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragdive.core.records import Conversation, TurnVerdict, ValidationCounts, ValidationStats
+from pytest_ragdive.metrics.text import is_unanswerable
 from pytest_ragdive.sources.validator import (
     CHECKS,
     GeneratedTurn,
@@ -13,7 +14,6 @@ from pytest_ragdive.sources.validator import (
     normalize_check,
     precheck,
 )
-from pytest_ragdive.metrics.text import is_unanswerable
 
 
 @pytest.mark.parametrize(

@@ -107,6 +107,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core.records import Conversation
 from ..core.results import BaselineMetric
+from ..core.stats import cluster_bootstrap
 from ..metrics.registry import METRICS
 from .tdist import t_cdf, t_ppf
 
@@ -118,7 +119,6 @@ POWER = 0.80
 N_BOOT = 20_000
 SEED = 0
 EPS = 1e-9
-_CHUNK = 2_000
 
 BandVerdict = Literal["pass", "regression", "improvement"]
 PairedVerdict = Literal["pass", "regression", "improvement", "inconclusive"]
@@ -190,6 +190,12 @@ def conversation_value(conv: Conversation, metric: str) -> ConvValue | None:
     return ConvValue(value=sum(vals) / len(vals), count=len(vals)) if vals else None
 
 
+def value_of(conv: Conversation, metric: str) -> float | None:
+    """:func:`conversation_value`'s value alone (None where the conversation has none)."""
+    v = conversation_value(conv, metric)
+    return None if v is None else v.value
+
+
 def table(convs: Iterable[Conversation], metric: str) -> Table:
     """Per-conversation values of one metric, keyed by conversation id (sorted),
     runs in order; errored conversations are left out."""
@@ -248,21 +254,18 @@ def bootstrap_many(
     drops: Sequence[Sequence[float]], weights: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED
 ) -> list[np.ndarray]:
     """:func:`bootstrap` of several drop vectors over the same conversations
-    and weights, with the same resamples (one pass). Each resampled mean's
-    deviation from the observed weighted mean is scaled by ``sqrt(n / (n - 1))``
-    (``n`` conversations, at least 2), the small-sample correction of the
-    module docstring."""
+    and weights, with the same resamples (the cluster bootstrap of
+    :mod:`pytest_ragdive.core.stats`: the weighted mean drop is the ratio of the
+    cluster sums ``w_i d_i`` and ``w_i``). Each resampled mean's deviation from
+    the observed weighted mean is scaled by ``sqrt(n / (n - 1))`` (``n``
+    conversations, at least 2), the small-sample correction of the module
+    docstring."""
     import numpy as np
 
     w = np.asarray(weights, dtype=float)
     wd = np.asarray(drops, dtype=float) * w  # (metrics, n)
     n = len(w)
-    rng = np.random.default_rng(seed)
-    out = np.empty((len(wd), n_boot))
-    for start in range(0, n_boot, _CHUNK):
-        size = min(_CHUNK, n_boot - start)
-        idx = rng.integers(0, n, size=(size, n))
-        out[:, start : start + size] = wd[:, idx].sum(axis=2) / w[idx].sum(axis=1)
+    out = np.asarray(cluster_bootstrap(wd, w, n_boot=n_boot, seed=seed))
     if n > 1:
         observed = (wd.sum(axis=1) / w.sum())[:, None]
         out = observed + math.sqrt(n / (n - 1)) * (out - observed)

@@ -31,7 +31,7 @@ _EXPORTS = {
     "JSON_INSTRUCTIONS": "structured",
     "REPAIR_INSTRUCTIONS": "structured",
     "LLMCache": "cache",
-    "CachedResponse": "cache",
+    "CachedResponse": "keys",
     "cache_key": "cache",
     "BudgetExceeded": "..core.errors",
     "CacheMissError": "..core.errors",
@@ -64,8 +64,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ..core.errors import BudgetExceeded, CacheMissError, LLMCallError, LLMConfigError, LLMError
-    from .cache import CachedResponse, LLMCache, cache_key
+    from .cache import LLMCache, cache_key
     from .client import LLMClient, LLMResult
+    from .keys import CachedResponse
     from .stats import ROLES, CacheStats, LLMStats, RoleStats, UsageStats
     from .structured import JSON_INSTRUCTIONS, REPAIR_INSTRUCTIONS, parse_json_output, strip_fences
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import BatchUnavailable
-from .cache import CachedResponse
+from .keys import CachedResponse
 from .prices import PriceMap
 from .transport import OPENAI_DEFAULT_BASE, Request, api_model_name
 

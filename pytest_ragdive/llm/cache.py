@@ -19,11 +19,8 @@ Value
     tampered, committed cache could use to run code) is refused as corrupt.
 
 Record modes
-    :class:`~pytest_ragdive.config.RecordMode`: ``new_episodes`` (replay hits,
-    call and store misses), ``none`` (replay only; the client raises
-    CacheMissError on a miss), ``all`` (call everything and overwrite),
-    ``off`` (no cache at all). Callers test its properties (``reads``,
-    ``writes``, ``replay_only``), never the names.
+    :class:`~pytest_ragdive.core.config_models.RecordMode` (``new_episodes``, ``none``,
+    ``all``, ``off``); callers test its properties, never the names.
 
 Several processes (pytest-xdist workers) can share one directory: SQLite
 serialises writers (busy timeout :data:`DB_TIMEOUT_S`), each finished call is
@@ -46,13 +43,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import ValidationError
 
 from ..core.config_models import RecordMode
 from ..core.errors import CacheUnusable, RagdiveCacheWarning, one_line
 from .claims import EXPIRE_S, PREFIX, Marker, Watch, is_stale, new_marker, parse
 from .disk import is_busy, open_db
-from .keys import KEY_VERSION, cache_key, canonical_json
+from .keys import KEY_VERSION, CachedResponse, cache_key, canonical_json
 from .stats import CacheStats
 
 if TYPE_CHECKING:
@@ -75,26 +72,6 @@ R = TypeVar("R")
 
 #: SQLite busy timeout: how long a writer waits for another process's lock
 DB_TIMEOUT_S = 30.0
-
-class CachedResponse(BaseModel):
-    """What the cache keeps of one chat completion."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    content: str
-    model: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finish_reason: str | None = None
-    cost_usd: float | None = None
-    created: float = 0.0
-    # (schema, parse result) of a structured reply, parsed once when it was checked for storing
-    # and taken by the call that asked for it; never stored
-    _parsed: Any = PrivateAttr(default=None)
-
-
-# --------------------------------------------------------------------------
-# the cache
 
 
 class LLMCache:
@@ -471,9 +448,3 @@ class LLMCache:
             return (PREFIX + key) in self.db
         except Exception:
             return False
-
-    def purge_expired(self) -> None:
-        try:
-            self.db.expire()
-        except Exception:
-            self._count("errors")

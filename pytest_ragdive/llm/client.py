@@ -38,13 +38,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
-from .cache import CachedResponse, LLMCache, cache_key
+from .cache import LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
+from .keys import CachedResponse
 from .redact import Secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
 from .slots import JUDGE, TURN_LOOP, priority_of
-from .stats import ROLES, LLMStats
+from .stats import LLMStats, check_role
 from .structured import parse_reply, repair_messages, usable_reply
 from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
 
@@ -131,7 +132,7 @@ class LLMClient:
 
     # -- settings ----------------------------------------------------------
     def model_for(self, role: str) -> str:
-        _check_role(role)
+        check_role(role)
         model = self.cfg.role_model(role)
         if not model:
             raise LLMConfigError(
@@ -162,10 +163,6 @@ class LLMClient:
     def max_in_flight(self) -> int:
         """Requests in flight in this process (``llm.max_in_flight``, default 4 x ``concurrency``)."""
         return self._sender.max_in_flight
-
-    @property
-    def transport_name(self) -> str:
-        return self.cfg.llm.transport
 
     def transport_for(self, model: str) -> str:
         """The transport this model's calls take (``auto``: openai_http for OpenAI-compatible models)."""
@@ -252,7 +249,7 @@ class LLMClient:
         for this call (a judge call in a sharded turn): it gets a slot with the turn-loop
         calls and is never batched."""
         model = model or self.model_for(role)
-        _check_role(role)
+        check_role(role)
         temperature, seed = self._sampling(role, seed)
         js = self._json_schema(schema)
         configured = self.cfg.llm.structured_output
@@ -298,7 +295,7 @@ class LLMClient:
     ) -> LLMResult[str]:
         """A plain text reply, with its metadata."""
         model = model or self.model_for(role)
-        _check_role(role)
+        check_role(role)
         temperature, seed = self._sampling(role, seed)
         self._stats.bump(role, model, calls=1)
         call = Call(role, model, temperature, seed, prompt_id, prompt_version, priority=priority_of(role))
@@ -452,7 +449,3 @@ class LLMClient:
         spent = self._stats.spent_usd()
         if spent >= max_cost:
             raise BudgetExceeded(spent, max_cost, self._stats.spend_breakdown())
-
-def _check_role(role: str) -> None:
-    if role not in ROLES:
-        raise LLMConfigError(f"unknown LLM role {role!r}, expected one of {', '.join(ROLES)}")

@@ -13,8 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from .cache import CachedResponse, LLMCache
+from .cache import LLMCache
 from .claims import HEARTBEAT_S, Watch
+from .keys import CachedResponse
 
 __all__ = ["CLAIM_POLL_S", "Heartbeats", "SingleFlight", "claim_or_wait"]
 

@@ -1,5 +1,6 @@
-"""Cache keys: sha256 of the canonical JSON of everything that can change an answer
-(see :mod:`.cache` for what goes in and what never does)."""
+"""What the cache stores: keys (sha256 of the canonical JSON of everything that can
+change an answer; see :mod:`.cache` for what goes in and what never does) and values
+(:class:`CachedResponse`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["KEY_VERSION", "cache_key", "canonical_json"]
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+__all__ = ["KEY_VERSION", "CachedResponse", "cache_key", "canonical_json"]
 
 #: bump when the meaning of a key changes (e.g. the client's JSON instructions)
 KEY_VERSION = 1
@@ -44,3 +47,20 @@ def cache_key(
     if extra:
         data["extra"] = extra
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+class CachedResponse(BaseModel):
+    """What the cache keeps of one chat completion."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    content: str
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    cost_usd: float | None = None
+    created: float = 0.0
+    # (schema, parse result) of a structured reply, parsed once when it was checked for storing
+    # and taken by the call that asked for it; never stored
+    _parsed: Any = PrivateAttr(default=None)

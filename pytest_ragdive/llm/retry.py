@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import FatalTransportError, TransientTransportError
 from .breaker import CircuitBreaker
-from .cache import CachedResponse
+from .keys import CachedResponse
 from .transport import MAX_RETRY_AFTER_S
 
 __all__ = ["DEFAULT_BACKOFF_BASE_S", "DEFAULT_BACKOFF_MAX_S", "Exhausted", "RetryPolicy", "Tries"]
@@ -52,10 +52,6 @@ class RetryPolicy:
             return min(retry_after, self.max_retry_after_s) + self.rng.uniform(0, 0.1 * max(retry_after, 0.01))
         base = min(self.backoff_max_s, self.backoff_base_s * (2 ** (attempt - 1)))
         return base * self.rng.uniform(0.5, 1.5)
-
-    def worst_case_s(self) -> float:
-        """An upper bound of the time one request can take with every retry."""
-        return self.timeout_s * (self.max_retries + 1) + self.backoff_max_s * self.max_retries
 
     async def run(
         self,

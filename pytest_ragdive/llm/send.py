@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..core.errors import BatchUnavailable, FatalTransportError, LLMCallError, LLMError
 from .breaker import CircuitBreaker
-from .cache import CachedResponse
+from .keys import CachedResponse
 from .redact import Secrets
 from .retry import Exhausted, RetryPolicy, Tries
 from .slots import JUDGE, TURN_LOOP, PrioritySlots

@@ -226,3 +226,11 @@ class LLMStats(BaseModel):
         if t.batched or t.batch_fallbacks:
             first += f"; {t.batched} requests through the batch API, {t.batch_fallbacks} sent directly after a batch fell back"
         return [first, *self.table(), *self.notes]
+
+
+def check_role(role: str) -> None:
+    """An unknown LLM role is a configuration error naming the known ones."""
+    if role not in ROLES:
+        from ..core.errors import LLMConfigError
+
+        raise LLMConfigError(f"unknown LLM role {role!r}, expected one of {', '.join(ROLES)}")

@@ -26,8 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..core.errors import one_line
-from .cache import CachedResponse
-from .keys import canonical_json
+from .keys import CachedResponse, canonical_json
 from .transport import Request, Transport
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from ..core.errors import FatalTransportError as _Fatal
 from ..core.errors import TransientTransportError as _Transient
-from .cache import CachedResponse
+from .keys import CachedResponse
 from .prices import PriceMap
 
 MAX_RETRY_AFTER_S = 60.0

@@ -8,18 +8,12 @@ gateable suite-level metrics (sharded_gap, aptitude, unreliability) instead."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
 
 from ..core.records import Conversation
 from ..core.results import MetricValue, SuiteResult
+from ..core.stats import cluster_bootstrap, mean, percentile_interval
 from ..sharded.diagnosis import build_report, gate_metrics
 from .registry import METRICS
-
-
-def _mean(xs: Iterable[float | None]) -> float | None:
-    vals = [x for x in xs if x is not None]
-    return sum(vals) / len(vals) if vals else None
 
 
 def _metric_names(convs: list[Conversation]) -> list[str]:
@@ -48,39 +42,18 @@ def _cluster_sums(raw: list[list[float | None]], cluster: list[int], k: int) -> 
 
 
 def _bootstrap_all(
-    sums: dict[str, tuple[list[float], list[int]]], k: int, n_boot: int, seed: int, chunk: int = 25
+    sums: dict[str, tuple[list[float], list[int]]], k: int, n_boot: int, seed: int
 ) -> dict[str, tuple[float | None, float | None]]:
-    """Percentile CIs of every metric from resampling whole conversations: the turns
-    of one conversation, and its repeats over runs, are one cluster (they are not
-    independent). Clusters are ordered by id, and the seed is fixed, so the same
-    results give the same interval whatever order they arrived in (xdist).
-
-    Every metric is resampled with the same draws (one ``default_rng(seed)``
-    stream of ``n_boot`` x ``k`` cluster indices, as if each metric drew its own
-    from the same seed), drawn ``chunk`` resamples at a time so that the index
-    matrix is never held whole."""
+    """Percentile CIs of every metric from resampling whole conversations (the cluster
+    bootstrap of :mod:`pytest_ragdive.core.stats`: a conversation's turns and its repeats
+    over runs are one cluster; every metric resampled with the same draws)."""
     out: dict[str, tuple[float | None, float | None]] = dict.fromkeys(sums, (None, None))
-    if k < 2:
+    todo = [m for m, (_, n) in sums.items() if sum(n) > 0]
+    if k < 2 or not todo:
         return out
-    import numpy as np
-
-    todo = {m: (np.asarray(s, dtype=float), np.asarray(n, dtype=float)) for m, (s, n) in sums.items() if sum(n) > 0}
-    if not todo:
-        return out
-    stats: dict[str, list[Any]] = {m: [] for m in todo}
-    rng = np.random.default_rng(seed)
-    done = 0
-    while done < n_boot:
-        size = min(chunk, n_boot - done)
-        idx = rng.integers(0, k, size=(size, k))
-        for m, (s, n) in todo.items():
-            ss, nn = np.take(s, idx).sum(axis=1), np.take(n, idx).sum(axis=1)
-            ok = nn > 0
-            stats[m].append(ss[ok] / nn[ok])
-        done += size
-    for m, parts in stats.items():
-        lo, hi = np.percentile(np.concatenate(parts), [2.5, 97.5])
-        out[m] = (float(lo), float(hi))
+    draws = cluster_bootstrap([sums[m][0] for m in todo], [sums[m][1] for m in todo], n_boot=n_boot, seed=seed)
+    for m, d in zip(todo, draws, strict=True):
+        out[m] = percentile_interval(d)
     return out
 
 
@@ -107,8 +80,8 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
     sums: dict[str, tuple[list[float], list[int]]] = {}
     for metric in names:  # one metric's raw values at a time (a large suite's are never all held)
         values = [_values(metric, c) for c in ok]
-        per_run = [_mean(v for c, vs in zip(ok, values, strict=True) if c.run == r for v in vs) for r in runs]
-        mv = MetricValue(value=_mean(per_run), n=sum(1 for vs in values for v in vs if v is not None), per_run=per_run)
+        per_run = [mean(v for c, vs in zip(ok, values, strict=True) if c.run == r for v in vs) for r in runs]
+        mv = MetricValue(value=mean(per_run), n=sum(1 for vs in values for v in vs if v is not None), per_run=per_run)
         if METRICS[metric].level == "turn":
             by_idx: dict[int, list[float | None]] = defaultdict(list)
             by_type: dict[str, list[float | None]] = defaultdict(list)
@@ -116,8 +89,8 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
                 for t, v in zip(c.turns, vs, strict=True):
                     by_idx[t.index].append(v)
                     by_type[t.question_type].append(v)
-            mv.per_turn_index = {str(k): _mean(v) for k, v in sorted(by_idx.items())}
-            mv.per_question_type = {k: _mean(v) for k, v in sorted(by_type.items())}
+            mv.per_turn_index = {str(k): mean(v) for k, v in sorted(by_idx.items())}
+            mv.per_question_type = {k: mean(v) for k, v in sorted(by_type.items())}
         sums[metric] = _cluster_sums(values, cluster, len(keys))
         result.metrics[metric] = mv
     for metric, (lo, hi) in _bootstrap_all(sums, len(keys), n_boot, seed).items():

@@ -22,6 +22,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 from ..core.records import Conversation, Turn
+from ..core.stats import mean
 from .lexical import (
     answer_f1,
     context_recall,
@@ -154,11 +155,6 @@ def safety_failures(conv: Conversation) -> list[str]:
     return out
 
 
-def _mean(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
 def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
     """Score one conversation in place (idempotent).
 
@@ -176,5 +172,5 @@ def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
         if msg not in conv.failures:
             conv.failures.append(msg)
     for name in TURN_METRICS:
-        conv.scores[name] = _mean([t.scores.get(name) for t in conv.turns])
+        conv.scores[name] = mean([t.scores.get(name) for t in conv.turns])
     apply_forgetfulness_probe(conv)

@@ -188,9 +188,6 @@ def _term(token: str) -> str:
     return EQUIVALENTS.get(s, s)
 
 
-_NEGATIONS = frozenset({"not", "no", "never"})
-
-
 @lru_cache(maxsize=8192)
 def match_terms(text: str) -> tuple[str, ...]:
     """The content tokens of ``text`` as match terms (hyphens split, stemmed, number words as

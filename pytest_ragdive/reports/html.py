@@ -22,20 +22,19 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from ..core.records import Conversation, Turn
 from ..gate.outcome import RunOutcome
-from ..gate.rows import GateRow, compare_to_band
+from ..gate.paired import value_of
+from ..gate.ranking import VERDICTS, ConvVerdict, ranked
 from ..metrics.registry import ARROW, METRICS
 from .charts import PALETTE, e, line_chart
 
 # a conversation key -> its body rendered earlier (None: render it from the record)
 Bodies = Callable[[str], "str | None"]
-ConvVerdict = Literal["error", "failed", "below_band", "passed"]
-VERDICTS: tuple[ConvVerdict, ...] = ("error", "failed", "below_band", "passed")
 VERDICT_HELP = {
     "error": "did not run to the end (target or pipeline error): left out of the metrics",
     "failed": "failed its item (a safety violation, or no valid generated turn)",
@@ -87,60 +86,12 @@ def _td(text: object, num: bool = False) -> str:
     return f'<td class="num">{e(text)}</td>' if num else f"<td>{e(text)}</td>"
 
 
-# -- per-conversation values and verdicts -------------------------------------
-
-
-def conversation_value(conv: Conversation, metric: str) -> float | None:
-    """A conversation's value of a metric: its own score for conversation-level
-    metrics, the mean over its turns for turn-level ones."""
-    spec = METRICS.get(metric)
-    if spec is not None and spec.level == "conversation":
-        return conv.scores.get(metric)
-    vals = [v for t in conv.turns if (v := t.scores.get(metric)) is not None]
-    return sum(vals) / len(vals) if vals else None
 
 
 def _bad_side(metric: str, value: float) -> bool:
+    """Whether a score is short of the best (below 1, or above 0 for lower-is-better metrics): drawn red."""
     spec = METRICS.get(metric)
     return value > 0 if spec is not None and spec.direction == "lower" else value < 1
-
-
-def conversation_verdict(conv: Conversation, regressed: list[GateRow]) -> ConvVerdict:
-    """``regressed``: the gate's regressed rows. A conversation is "below_band"
-    when its own value of such a metric lies outside the band on the bad side."""
-    if conv.error:
-        return "error"
-    if conv.failures or (conv.source == "generated" and not conv.turns):
-        return "failed"
-    for r in regressed:
-        if r.suite != conv.suite or (v := conversation_value(conv, r.metric)) is None:
-            continue
-        if compare_to_band(v, r.band_low if r.band_low is not None else v, r.band_high if r.band_high is not None else v,
-                    r.direction) == "regression":
-            return "below_band"
-    return "passed"
-
-
-def _goodness(conv: Conversation, metrics: list[str]) -> float:
-    """Mean of the metrics oriented so that 1 is best (lower-is-better ones flipped)."""
-    vals = []
-    for m in metrics:
-        v = conversation_value(conv, m)
-        if v is not None:
-            vals.append(1 - v if METRICS.get(m) is not None and METRICS[m].direction == "lower" else v)
-    return sum(vals) / len(vals) if vals else 1.0
-
-
-def ranked(outcome: RunOutcome) -> list[tuple[Conversation, ConvVerdict, float]]:
-    """Conversations worst first: by verdict, then by how far their gated (or,
-    without a gate, all) metrics are from best."""
-    regressed = [r for r in outcome.regressions() if r.verdict == "regression"]
-    metrics = sorted({r.metric for r in outcome.gate or []}) or sorted(
-        {m for res in outcome.suites.values() for m in res.metrics}
-    )
-    rows = [(c, conversation_verdict(c, regressed), _goodness(c, metrics)) for c in outcome.conversations]
-    rows.sort(key=lambda r: (VERDICTS.index(r[1]), r[2], r[0].suite, r[0].id, r[0].run))
-    return rows
 
 
 # -- sections -----------------------------------------------------------------
@@ -256,7 +207,7 @@ def _by_role(outcome: RunOutcome) -> str:
             mine = [c for c in convs if (c.role or "-") == role]
             cells = [_td(role), _td(len(mine), True)]
             for n in names:
-                vals = [v for c in mine if (v := conversation_value(c, n)) is not None]
+                vals = [v for c in mine if (v := value_of(c, n)) is not None]
                 cells.append(_td(_f(sum(vals) / len(vals) if vals else None, ".3f"), True))
             rows.append(cells)
         out.append(f"<h3>{e(suite)}</h3>" + _table(["role", "conversations", *names], rows))
@@ -408,7 +359,7 @@ def conversation_body(conv: Conversation) -> str:
 
 
 def _conversation(conv: Conversation, verdict: ConvVerdict, goodness: float, metrics: list[str], body: str | None = None) -> str:
-    key = ", ".join(f"{m} {_f(v, '.2f')}" for m in metrics if (v := conversation_value(conv, m)) is not None)
+    key = ", ".join(f"{m} {_f(v, '.2f')}" for m in metrics if (v := value_of(conv, m)) is not None)
     head = (f"{_badge(verdict)} <b>{e(conv.suite)}/{e(conv.id)}</b> run {conv.run} · {len(conv.turns)} turn(s)"
             f"{' · role ' + e(conv.role) if conv.role else ''} · {e(conv.source)}"
             f' <span class="meta small">{e(key)}</span>')

@@ -1,4 +1,4 @@
-"""Repeated-run statistics of the sharded diagnosis: BEST, aptitude, unreliability, paired bootstrap.
+"""Repeated-run statistics of the sharded diagnosis: BEST, aptitude, unreliability, paired differences.
 
 Definitions (Laban et al.; the sharded-RAG study keeps them):
 
@@ -10,45 +10,35 @@ Definitions (Laban et al.; the sharded-RAG study keeps them):
   PERCENTILE.INC): the p-th percentile of sorted ``x[0..n-1]`` is at rank
   ``p/100 * (n-1)``. A condition's aptitude and unreliability are the means
   of the per-question values.
-- **Paired cluster bootstrap**: a statistic over questions is recomputed on
-  ``n_boot`` resamples of the questions drawn with replacement, all runs (and
-  pairs) of a question kept together; the 95% interval is the 2.5th and
-  97.5th percentile of the resampled statistic. Questions are sorted by id and
-  the seed is fixed, so the same data give the same interval in any order.
-
-Pure Python, no numpy: deterministic across platforms and cheap at this size.
+- **Intervals**: a statistic over questions is recomputed on ``n_boot`` resamples of
+  the questions drawn with replacement, all runs (and pairs) of a question kept
+  together (the cluster bootstrap of :mod:`pytest_ragdive.core.stats`); the 95%
+  interval is the 2.5th and 97.5th percentile of the resampled statistic. Questions
+  are sorted by id and the seed is fixed, so the same data give the same interval in
+  any order. Every statistic here is a ratio of question sums (:func:`question_ratio`).
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
 
+from ..core.stats import cluster_bootstrap, mean, percentile_interval
 from .records import QuestionEstimate
 
 __all__ = [
-    "QuestionEstimate",
     "aptitude",
     "best",
-    "cluster_bootstrap",
-    "mean",
     "mean_over_questions",
     "paired_difference",
     "percentile",
+    "question_ratio",
     "unreliability",
 ]
 
-T = TypeVar("T")
 
 DEFAULT_BOOT = 2000
 DEFAULT_SEED = 0
-
-
-def mean(xs: Iterable[float | None]) -> float | None:
-    vals = [x for x in xs if x is not None]
-    return math.fsum(vals) / len(vals) if vals else None
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -80,43 +70,33 @@ def best(scores: Iterable[float | None]) -> float:
     return max(vals) if vals else 0.0
 
 
-def mean_over_questions(table: Mapping[str, Sequence[float]], fn: Callable[[Sequence[float]], float]) -> float | None:
-    """``fn`` of each question's per-run scores, averaged over the questions that have any."""
-    return mean(fn(v) for _, v in sorted(table.items()) if v)
-
-
-def cluster_bootstrap(
-    clusters: Mapping[str, T],
-    stat: Callable[[list[T]], float | None],
+def question_ratio(
+    numer: Mapping[str, float],
+    denom: Mapping[str, float],
     *,
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
+    min_denom: float = 0.0,
     level: float = 0.95,
 ) -> tuple[float | None, float | None, float | None]:
-    """(statistic, low, high): ``stat`` on all clusters, and its percentile interval over
-    ``n_boot`` resamples of the clusters (with replacement, sorted by key, fixed seed).
-    Resamples where ``stat`` is None are skipped; no interval with fewer than two clusters."""
-    keys = sorted(clusters)
-    items = [clusters[k] for k in keys]
-    value = stat(items) if items else None
-    if len(items) < 2 or value is None:
+    """(statistic, low, high) of ``sum(numer) / sum(denom)`` over the questions (keys of
+    ``numer``, sorted), and its percentile interval over ``n_boot`` question resamples.
+    The statistic is None when the total denominator is not above ``min_denom``; no
+    interval with fewer than two questions."""
+    keys = sorted(numer)
+    total = sum(denom[k] for k in keys)
+    value = sum(numer[k] for k in keys) / total if keys and total > min_denom else None
+    if len(keys) < 2 or value is None:
         return value, None, None
-    rng = random.Random(seed)
-    draws: list[float] = []
-    n = len(items)
-    for _ in range(n_boot):
-        s = stat([items[rng.randrange(n)] for _ in range(n)])
-        if s is not None:
-            draws.append(s)
-    if not draws:
-        return value, None, None
-    tail = (1 - level) / 2 * 100
-    return value, percentile(draws, tail), percentile(draws, 100 - tail)
+    (draws,) = cluster_bootstrap([[numer[k] for k in keys]], [denom[k] for k in keys], n_boot=n_boot, seed=seed,
+                                 min_denom=min_denom)
+    lo, hi = percentile_interval(draws, level)
+    return value, lo, hi
 
 
-def _mean_pair_difference(groups: list[list[tuple[float, float]]]) -> float | None:
-    diffs = [a - b for g in groups for a, b in g]
-    return math.fsum(diffs) / len(diffs) if diffs else None
+def mean_over_questions(table: Mapping[str, Sequence[float]], fn: Callable[[Sequence[float]], float]) -> float | None:
+    """``fn`` of each question's per-run scores, averaged over the questions that have any."""
+    return mean(fn(v) for _, v in sorted(table.items()) if v)
 
 
 def paired_difference(
@@ -127,5 +107,8 @@ def paired_difference(
     ``pairs`` maps a question id to its pairs (one per run: the two conditions' scores of
     the same question in the same run). Questions without pairs are ignored."""
     kept = {k: list(v) for k, v in pairs.items() if v}
-    value, lo, hi = cluster_bootstrap(kept, _mean_pair_difference, n_boot=n_boot, seed=seed)
+    value, lo, hi = question_ratio(
+        {k: sum(a - b for a, b in v) for k, v in kept.items()}, {k: float(len(v)) for k, v in kept.items()},
+        n_boot=n_boot, seed=seed,
+    )
     return QuestionEstimate(value=value, ci_low=lo, ci_high=hi, questions=len(kept), pairs=sum(len(v) for v in kept.values()))

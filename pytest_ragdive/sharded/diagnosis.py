@@ -38,15 +38,8 @@ from collections.abc import Callable, Sequence
 from ..core.config_models import CONDITIONS
 from ..core.records import Conversation
 from ..core.results import MetricValue
-from .aptitude import (
-    DEFAULT_BOOT,
-    DEFAULT_SEED,
-    aptitude,
-    cluster_bootstrap,
-    mean,
-    paired_difference,
-    unreliability,
-)
+from ..core.stats import mean
+from .aptitude import DEFAULT_BOOT, DEFAULT_SEED, aptitude, paired_difference, question_ratio, unreliability
 from .records import Condition, ConditionStats, QuestionEstimate, ShardedReport
 
 __all__ = ["CONDITIONS", "build_report", "gate_metrics", "recall", "turn_recall"]
@@ -78,10 +71,8 @@ def _over_questions(
 ) -> QuestionEstimate:
     """``fn`` per question, averaged, with a question bootstrap 95% CI."""
 
-    def stat(groups: list[list[float]]) -> float | None:
-        return mean(fn(g) for g in groups if g)
-
-    value, lo, hi = cluster_bootstrap(by_q, stat, n_boot=n_boot, seed=seed)
+    kept = {q: fn(g) for q, g in by_q.items() if g}
+    value, lo, hi = question_ratio(kept, dict.fromkeys(kept, 1.0), n_boot=n_boot, seed=seed)
     return QuestionEstimate(value=value, ci_low=lo, ci_high=hi, questions=len(by_q), pairs=sum(len(v) for v in by_q.values()))
 
 
@@ -152,14 +143,12 @@ def _recovery(
         assert f is not None and s is not None and o is not None
         clusters[k[0]].append((f.best_f1, s.best_f1, o.best_f1))
 
-    def share(groups: list[list[tuple[float, float, float]]]) -> float | None:
-        rows = [r for g in groups for r in g]
-        gap = sum(f - s for f, s, _ in rows)
-        if gap <= 1e-9:
-            return None
-        return sum(o - s for _, s, o in rows) / gap
-
-    value, lo, hi = cluster_bootstrap(clusters, share, n_boot=n_boot, seed=seed)
+    # the share of the gap won back: sum(other - sharded) / sum(full - sharded), resamples without a gap skipped
+    value, lo, hi = question_ratio(
+        {q: sum(o - s for _, s, o in rows) for q, rows in clusters.items()},
+        {q: sum(f - s for f, s, _ in rows) for q, rows in clusters.items()},
+        n_boot=n_boot, seed=seed, min_denom=1e-9,
+    )
     return QuestionEstimate(value=value, ci_low=lo, ci_high=hi, questions=len(clusters), pairs=len(keys))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...core.errors import InvalidJudgment
+from ...core.stats import mean
 from .schemas import (
     AnswerRelevanceJudgment,
     ContextPrecisionJudgment,
@@ -37,10 +38,6 @@ _MAX_REASON_CHARS = 1_500
 
 def _yes(b: bool) -> str:
     return "yes" if b else "no"
-
-
-def _mean(values: Sequence[bool]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def average_precision(relevant: Sequence[bool]) -> float:
@@ -76,7 +73,7 @@ def _score_faithfulness(j: FaithfulnessJudgment, n_contexts: int) -> tuple[float
         return None, "no factual claims in the answer"
     reason = f"{sum(flags)}/{len(flags)} answer claims supported by the contexts"
     bad = _failing((c.supported, c.claim, c.reason) for c in j.claims)
-    return _mean(flags), reason + (f"; unsupported: {bad}" if bad else "")
+    return mean(flags), reason + (f"; unsupported: {bad}" if bad else "")
 
 
 def _score_context_precision(j: ContextPrecisionJudgment, n_contexts: int) -> tuple[float | None, str]:
@@ -102,7 +99,7 @@ def _score_context_recall(j: ContextRecallJudgment, n_contexts: int) -> tuple[fl
         return None, "no statements in the ground truth"
     reason = f"{sum(flags)}/{len(flags)} ground-truth statements attributable to the contexts"
     bad = _failing((s.attributed, s.statement, s.reason) for s in j.statements)
-    return _mean(flags), reason + (f"; not attributable: {bad}" if bad else "")
+    return mean(flags), reason + (f"; not attributable: {bad}" if bad else "")
 
 
 def _score_correctness(j: CorrectnessJudgment, n_contexts: int) -> tuple[float | None, str]:

@@ -1,0 +1,92 @@
+"""The statistics every part shares, written once: the mean of present values and the
+cluster bootstrap.
+
+**The cluster bootstrap** (one rule for the suite metrics' CIs, the gate's paired test
+and the sharded diagnosis): a statistic that is a ratio of cluster sums,
+``sum_i numer_i / sum_i denom_i`` over clusters ``i`` (a conversation with all its turns
+and runs, or a question with all its runs and pairs: they are not independent), is
+recomputed on ``n_boot`` resamples of the clusters drawn with replacement. The draws
+are one ``numpy.random.default_rng(seed)`` stream of ``n_boot x k`` cluster indices in
+the clusters' order (callers sort clusters by id, so the same data give the same
+resamples in any order, xdist included), drawn a chunk of resamples at a time so that
+no more than about :data:`MAX_CELLS` indices are held at once. Every statistic of one
+call is resampled with the same draws. A resample whose denominator is not above
+``min_denom`` is skipped (no scored turn, no gap to recover).
+
+Every mean (a suite metric, a per-turn curve, a judge's share of yes) is a ratio of
+cluster sums: ``numer`` the cluster's sum of values, ``denom`` its count (or weight).
+
+numpy is imported inside the functions that need it, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["MAX_CELLS", "cluster_bootstrap", "mean", "percentile_interval"]
+
+MAX_CELLS = 2_000_000  # cluster indices held at once (16 MB)
+
+
+def mean(xs: Iterable[float | bool | None]) -> float | None:
+    """The mean of the values that are present (None when there is none)."""
+    vals = [x for x in xs if x is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def cluster_bootstrap(
+    numer: Sequence[Sequence[float]] | np.ndarray,
+    denom: Sequence[Sequence[float]] | Sequence[float] | np.ndarray,
+    *,
+    n_boot: int,
+    seed: int,
+    min_denom: float = 0.0,
+) -> list[np.ndarray]:
+    """The resampled ratios of cluster sums, one array per statistic (row of ``numer``).
+
+    ``numer``: one row per statistic, one column per cluster; ``denom``: the same shape,
+    or one row shared by every statistic. Returns, per statistic, the ratio on each of the
+    ``n_boot`` resamples in draw order, leaving out resamples whose denominator is not
+    above ``min_denom``. No resample with fewer than one cluster: an empty list of arrays
+    of length 0."""
+    import numpy as np
+
+    num = np.asarray(numer, dtype=float)
+    den = np.asarray(denom, dtype=float)
+    if num.ndim != 2:
+        raise ValueError("numer must have one row per statistic")
+    m, k = num.shape
+    shared = den.ndim == 1
+    if k == 0 or n_boot <= 0:
+        return [np.empty(0) for _ in range(m)]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_boot, MAX_CELLS // k))
+    parts: list[list[np.ndarray]] = [[] for _ in range(m)]
+    done = 0
+    while done < n_boot:
+        size = min(chunk, n_boot - done)
+        idx = rng.integers(0, k, size=(size, k))
+        dd = np.take(den, idx).sum(axis=1) if shared else None
+        for r in range(m):
+            ss = np.take(num[r], idx).sum(axis=1)
+            d = dd if dd is not None else np.take(den[r], idx).sum(axis=1)
+            ok = d > min_denom
+            parts[r].append(ss[ok] / d[ok] if not ok.all() else ss / d)
+        done += size
+    return [np.concatenate(p) for p in parts]
+
+
+def percentile_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
+    """The percentile interval of resampled statistics (linear interpolation between order
+    statistics, numpy's default); (None, None) without draws."""
+    import numpy as np
+
+    if len(draws) == 0:
+        return None, None
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return float(lo), float(hi)
