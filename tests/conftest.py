@@ -136,3 +136,12 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``slow``: a test that runs real pytest sessions (pytester) or other processes;
+    ``pytest -m "not slow"`` is the inner loop. A module that starts processes of its
+    own says so with ``pytestmark = pytest.mark.slow``."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

@@ -24,7 +24,7 @@ from pytest_ragdive.gate.rows import check
 from pytest_ragdive.metrics.aggregate import aggregate
 
 GATE = {"correctness": 0.03, "forgetfulness": 0.05, "safety_pass_rate": 0.0}
-EXAMPLE_V1 = Path(__file__).parent / "data" / "baseline_v1.json"  # the example baseline as 0.1 wrote it (format 1)
+EXAMPLE_V1 = Path(__file__).parents[1] / "data" / "baseline_v1.json"  # the example baseline as 0.1 wrote it (format 1)
 
 
 def conv(cid: str, run: int, correct: list[float | None], forgot: float = 0.0, suite: str = "core") -> Conversation:

@@ -15,6 +15,8 @@ from pydantic import BaseModel
 from pytest_ragdive.llm import REPAIR_INSTRUCTIONS, LLMClient, LLMResult
 from pytest_ragdive.testing import DEFAULT_FAULTS, FakeLLMServer, config_for
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 N_CONVERSATIONS = 20
 TURNS = 3
 JUDGES = ("faithfulness", "correctness")

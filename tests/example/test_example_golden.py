@@ -19,7 +19,7 @@ from pytest_ragdive.sources.golden import (
     single_turn_conversation,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "golden"
 CORPUS = ROOT / "example_project" / "corpus" / "helpcentre.jsonl"
 FOLLOW_UP_TYPES = {"Follow-up", "Clarification", "Correction", "Comparative"}

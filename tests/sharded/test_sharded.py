@@ -17,7 +17,7 @@ from pytest_ragdive.sharded.conditions import RECAP_INTRO, ShardedUser, sharded_
 from pytest_ragdive.sharded.questions import ShardedQuestion, check_question, load_sharded
 from pytest_ragdive.sources.golden import load_corpus
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_FILE = ROOT / "golden" / "diagnosis" / "sharded.yaml"
 if str(ROOT / "example_project") not in sys.path:
     sys.path.insert(0, str(ROOT / "example_project"))

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_ragdive.llm import LLMClient
-from pytest_ragdive.llm.keys import CachedResponse
 from pytest_ragdive.llm.cache import LLMCache, RagdiveCacheWarning, cache_key
+from pytest_ragdive.llm.keys import CachedResponse
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
 SECRET = "sk-secret-123"

@@ -18,8 +18,8 @@ from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.llm import claims as claims_mod
 from pytest_ragdive.llm import client as client_mod
 from pytest_ragdive.llm import coalesce as coalesce_mod
-from pytest_ragdive.llm.keys import CachedResponse
 from pytest_ragdive.llm.cache import LLMCache
+from pytest_ragdive.llm.keys import CachedResponse
 from pytest_ragdive.llm.slots import JUDGE, TURN_LOOP, PrioritySlots, priority_of
 from pytest_ragdive.llm.transport import _EnvRoute
 from pytest_ragdive.testing import FakeLLMServer, config_for

@@ -19,7 +19,7 @@ from pytest_ragdive.core.config import RagdiveConfig
 from pytest_ragdive.core.config_models import SuiteConfig  # noqa: E402
 from pytest_ragdive.run.api import run_suite  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_project"
 if str(EXAMPLE) not in sys.path:
     sys.path.insert(0, str(EXAMPLE))
 

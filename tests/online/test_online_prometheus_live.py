@@ -25,11 +25,13 @@ pytest.importorskip("prometheus_client")
 from pytest_ragdive.online import RagMetrics, monitored, render_rules  # noqa: E402
 from pytest_ragdive.online.config import OnlineConfig  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_project"
 if str(EXAMPLE) not in sys.path:
     sys.path.insert(0, str(EXAMPLE))
 
 from example_rag import make_bot  # noqa: E402
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 DEADLINE_S = 20.0
 

@@ -19,6 +19,8 @@ from test_plugin_llm import CORPUS, scripted
 from pytest_ragdive.plugin.interrupts import FORCED_EXIT, InterruptGuard
 from pytest_ragdive.testing import FAKE_KEY_ENV, FakeLLMServer
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 

@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes of its own
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench() -> Any:

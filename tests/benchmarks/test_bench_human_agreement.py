@@ -11,10 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_human_agreement as bench  # noqa: E402
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 
 def test_ranks_average_ties_and_spearman() -> None:

@@ -17,7 +17,7 @@ from pytest_ragdive.sources.generator import plan_generated
 from pytest_ragdive.sources.roles import load_roles
 from pytest_ragdive.testing import FakeLLMServer, config_for
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_project"
 
 
 def handler(body: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,9 @@ from gha import EXPR, Emulator
 
 from pytest_ragdive.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # starts processes of its own
+
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "ragdive.yml"
 
 

@@ -18,6 +18,8 @@ from conftest import CONVS, PYPROJECT, SINGLE, TOY_CONFTEST, default_sigint
 from pytest_ragdive.core.errors import TargetError, TargetTimeout
 from pytest_ragdive.run.target import as_async
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 HI = [{"role": "user", "content": "hi"}]
 
 HANG_CONFTEST = TOY_CONFTEST + '''
