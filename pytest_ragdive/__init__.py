@@ -14,8 +14,9 @@ plugin, so its public names load lazily (PEP 562): importing
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -93,13 +94,4 @@ if TYPE_CHECKING:
     from .run.target import Target
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'pytest_ragdive' has no attribute {name!r}")
-    # not cached in globals(): the module in sys.modules is the source of truth
-    return getattr(importlib.import_module(f".{mod}", __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

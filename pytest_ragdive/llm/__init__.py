@@ -15,8 +15,9 @@ aiohttp and diskcache are imported only when a request or a cache needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_exports
 
 _EXPORTS = {
     "LLMClient": "client",
@@ -71,10 +72,4 @@ if TYPE_CHECKING:
     from .structured import JSON_INSTRUCTIONS, REPAIR_INSTRUCTIONS, parse_json_output, strip_fences
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'pytest_ragdive.llm' has no attribute {name!r}")
-    target = mod[1:] if mod.startswith("..") else f".{mod}"
-    package = "pytest_ragdive" if mod.startswith("..") else __name__
-    return getattr(importlib.import_module(target, package), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

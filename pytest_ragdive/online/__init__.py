@@ -14,8 +14,9 @@ metrics modules until a name is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_exports
 
 _EXPORTS = {
     "RequestSignals": "signals",
@@ -53,8 +54,4 @@ if TYPE_CHECKING:
     from .signals import RequestSignals, request_signals
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'pytest_ragdive.online' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{mod}", __name__), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,18 +6,11 @@ from __future__ import annotations
 from ..core.results import Baseline, BaselineMetric
 from ..gate.diff import BaselineDiff, fmt_band, provenance_text
 from ..metrics.registry import ARROW
+from .tables import text_table
 
 
-def _table(header: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-        return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-            "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows
-        ]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return out
+def _rows_table(header: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    return text_table(header, rows, markdown=True) if markdown else [line.rstrip() for line in text_table(header, rows)]
 
 
 def _arrow(bm: BaselineMetric | None) -> str:
@@ -36,7 +29,7 @@ def show_lines(b: Baseline, markdown: bool = False) -> list[str]:
         for name, bm in metrics.items():
             rows.append([suite, name + _arrow(bm), f"{bm.mean:.4f}", f"{bm.std:.4f}", f"{bm.min:.4f}", f"{bm.max:.4f}",
                          f"{bm.tolerance:g}", fmt_band(bm), str(bm.runs)])
-    return lines + _table(["suite", "metric", "mean", "std", "min", "max", "tol", "band", "runs"], rows, markdown)
+    return lines + _rows_table(["suite", "metric", "mean", "std", "min", "max", "tol", "band", "runs"], rows, markdown)
 
 
 def diff_lines(d: BaselineDiff, show_all: bool = False, markdown: bool = False) -> list[str]:
@@ -55,7 +48,7 @@ def diff_lines(d: BaselineDiff, show_all: bool = False, markdown: bool = False) 
     if rows:
         if lines:
             lines.append("")
-        lines += _table(["suite", "metric", "old band", "new band", "old mean", "new mean", "old runs", "new runs",
+        lines += _rows_table(["suite", "metric", "old band", "new band", "old mean", "new mean", "old runs", "new runs",
                          "what moved"], rows, markdown)
     counts = {c: sum(1 for m in d.metrics if m.change == c) for c in ("changed", "added", "removed", "unchanged")}
     lines.append(("" if not rows else "\n") + ", ".join(f"{n} {c}" for c, n in counts.items()) + " suite metric(s)")

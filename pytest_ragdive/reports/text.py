@@ -10,6 +10,7 @@ from ..gate.outcome import GateStatus, RunOutcome
 from ..gate.rows import GateRow
 from ..metrics.registry import ARROW, METRICS
 from ..sharded.report import sharded_lines
+from .tables import text_table
 
 
 def fmt(x: float | None, fmt: str = ".4f") -> str:
@@ -18,14 +19,6 @@ def fmt(x: float | None, fmt: str = ".4f") -> str:
 
 def ci_text(mv: MetricValue) -> str:
     return "n/a" if mv.ci_low is None or mv.ci_high is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return out
 
 
 def metrics_lines(results: dict[str, SuiteResult]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.results import SuiteResult
+from ..reports.tables import text_table
 from .records import QuestionEstimate, ShardedReport
 
 __all__ = ["decomposition_rows", "sharded_lines", "sharded_md"]
@@ -48,14 +49,6 @@ def decomposition_rows(r: ShardedReport) -> tuple[list[list[str]], list[tuple[st
     return rows, parts
 
 
-def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return out
-
-
 def sharded_lines(results: dict[str, SuiteResult]) -> list[str]:
     """Terminal lines: per suite with a sharded part, the table and the gap decomposition."""
     out: list[str] = []
@@ -64,7 +57,7 @@ def sharded_lines(results: dict[str, SuiteResult]) -> list[str]:
             continue
         rows, parts = decomposition_rows(res.sharded)
         out += ["", f"sharded diagnosis, suite {suite} ({res.sharded.runs} runs; 95% paired bootstrap CIs over questions):"]
-        out += _text_table(HEADER, rows)
+        out += text_table(HEADER, rows)
         out += [f"  {name}: {value}" for name, value in parts]
     return out
 
