@@ -9,13 +9,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from factories import baseline_of, scored
 
 from pytest_ragdive.core.errors import BaselineError, UsageError
-from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.core.results import Baseline
 from pytest_ragdive.gate.baseline import (
     baseline_note,
-    build_baseline,
     dumps_baseline,
     load_baseline,
     write_baseline,
@@ -28,11 +28,8 @@ EXAMPLE_V1 = Path(__file__).parents[1] / "data" / "baseline_v1.json"  # the exam
 
 
 def conv(cid: str, run: int, correct: list[float | None], forgot: float = 0.0, suite: str = "core") -> Conversation:
-    return Conversation(
-        id=cid, suite=suite, run=run,
-        turns=[Turn(index=i, rag_input=f"{cid} q{i}", scores={"correctness": v, "safety_pass_rate": 1.0}) for i, v in enumerate(correct)],
-        scores={"forgetfulness": forgot},
-    )
+    return scored(cid, run, suite=suite, conversation_scores={"forgetfulness": forgot},
+                  correctness=correct, safety_pass_rate=[1.0] * len(correct))
 
 
 def runs_of(pattern: dict[str, list[list[float | None]]]) -> list[Conversation]:
@@ -41,8 +38,7 @@ def runs_of(pattern: dict[str, list[list[float | None]]]) -> list[Conversation]:
 
 
 def make(convs: list[Conversation]) -> Baseline:
-    res = {"core": aggregate("core", convs, n_boot=10)}
-    return build_baseline(res, GATE, config_hash="h", backend="offline", judge_models={}, plugin_version="t", convs=convs)
+    return baseline_of(convs, GATE)
 
 
 def test_format_2_stores_each_conversations_value_per_run_one_per_line(tmp_path: Path) -> None:

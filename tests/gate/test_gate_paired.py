@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from test_baseline_file import conv, make
+from factories import baseline_of, scored
 
+from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.core.results import Baseline
 from pytest_ragdive.gate.rows import GateRow, check
 from pytest_ragdive.metrics.aggregate import aggregate
 
 GATE = {"correctness": 0.03, "forgetfulness": 0.05, "safety_pass_rate": 0.0}
 N = 20
+
+
+def conv(cid: str, run: int, correct: list[float]) -> Conversation:
+    return scored(cid, run, correctness=correct, safety_pass_rate=[1.0] * len(correct), conversation_scores={"forgetfulness": 0.0})
+
+
+def make(convs: list[Conversation]) -> Baseline:
+    return baseline_of(convs, GATE)
 
 
 def baseline_noisy() -> Baseline:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from factories import conversation, turn
 
-from pytest_ragdive.core.records import Conversation, Turn
+from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.metrics.diversity import (
     cluster_questions,
     diversity_by_turn,
@@ -15,8 +16,8 @@ from pytest_ragdive.metrics.diversity import (
 
 
 def conv(cid: str, run: int, questions: list[str], doc: str = "d1") -> Conversation:
-    turns = [Turn(index=i, rag_input=f"raw {q}", standalone_question=q) for i, q in enumerate(questions)]
-    return Conversation(id=cid, run=run, document_id=doc, role="default", source="generated", turns=turns)
+    return conversation(cid, *(turn(f"raw {q}", standalone_question=q) for q in questions),
+                        run=run, document_id=doc, role="default", source="generated")
 
 
 def test_squad_normalisation_and_similarity() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import factories
 import pytest
 
 from pytest_ragdive.core.records import Conversation, Turn
@@ -13,11 +14,11 @@ WRONG = "Could you tell me which order you mean?"
 
 
 def conversation(*turns: Turn) -> Conversation:
-    return Conversation(id="c", turns=[Turn(index=0, rag_input="Can I return shoes?", answer="Yes."), *turns])
+    return Conversation(id="c", turns=[factories.turn("Can I return shoes?", answer="Yes."), *turns])
 
 
 def turn(index: int, answer: str | None, standalone: str | None, gt: str) -> Turn:
-    return Turn(index=index, rag_input="and?", ground_truth=gt, answer=answer, standalone_answer=standalone)
+    return factories.turn("and?", index, ground_truth=gt, answer=answer, standalone_answer=standalone)
 
 
 def test_forgetful_conversation() -> None:

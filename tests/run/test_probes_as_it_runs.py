@@ -8,16 +8,14 @@ import asyncio
 import time
 
 import pytest
+from factories import conversation, turn
 
-from pytest_ragdive.core.records import CallInfo, Conversation, TargetResponse, Turn
+from pytest_ragdive.core.records import CallInfo, Conversation, TargetResponse
 from pytest_ragdive.run.turn_loop import run_scripted
 
 
 def _conv(n: int = 4) -> Conversation:
-    turns = [
-        Turn(index=i, rag_input=f"q{i}", standalone_question=f"alone{i}", ground_truth=f"gt{i}") for i in range(n)
-    ]
-    return Conversation(id="c", suite="core", turns=turns)
+    return conversation("c", *(turn(f"q{i}", standalone_question=f"alone{i}", ground_truth=f"gt{i}") for i in range(n)), suite="core")
 
 
 class Bot:

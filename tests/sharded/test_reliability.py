@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from factories import sharded_conversation
 
 from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.sharded.aptitude import (
@@ -15,7 +16,6 @@ from pytest_ragdive.sharded.aptitude import (
     unreliability,
 )
 from pytest_ragdive.sharded.diagnosis import build_report, gate_metrics
-from pytest_ragdive.sharded.records import ShardedInfo
 
 
 def test_percentile_interpolates_linearly_between_order_statistics() -> None:
@@ -71,10 +71,7 @@ def test_identical_conditions_give_a_zero_interval_and_one_question_none() -> No
     assert (value, lo, hi) == (None, None, None)
 
 
-def _conv(q: str, cond: str, run: int, f1: float) -> Conversation:
-    return Conversation(
-        id=f"{q}.{cond}", run=run, sharded=ShardedInfo(question_id=q, condition=cond, best_f1=f1)  # type: ignore[arg-type]
-    )
+_conv = sharded_conversation
 
 
 def test_report_decomposes_the_gap_and_its_recovery() -> None:

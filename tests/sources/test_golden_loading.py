@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from factories import config
 
 from pytest_ragdive.core.config import RagdiveConfig
 from pytest_ragdive.core.errors import GoldenError
@@ -17,9 +18,7 @@ from pytest_ragdive.sources import golden
 
 
 def _cfg(tmp_path: Path, **suite: object) -> RagdiveConfig:
-    cfg = RagdiveConfig.model_validate({"suites": {"core": suite}})
-    cfg.base_dir = str(tmp_path)
-    return cfg
+    return config(tmp_path, suites={"core": suite})
 
 
 def test_yaml_validation_error_names_the_rows_line(tmp_path: Path) -> None:
