@@ -45,7 +45,7 @@ _EXPORTS = {
     # running outside pytest
     "run_suite": "run.api",
     # the gate
-    "GateRow": "gate.bands",
+    "GateRow": "gate.rows",
     "load_baseline": "gate.baseline",
     "assert_in_band": "gate.assertions",
     "assert_no_regression": "gate.assertions",
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from .core.records import CallInfo, Context, Conversation, Document, Message, TargetResponse, Turn, Verdict
     from .core.results import Baseline, BaselineMetric, MetricValue, SuiteResult
     from .gate.assertions import assert_in_band, assert_no_regression
-    from .gate.bands import GateRow
+    from .gate.rows import GateRow
     from .gate.baseline import load_baseline
     from .online.monitor import monitored
     from .run.api import run_suite

@@ -102,3 +102,29 @@ def test_run_suite_programmatically(tmp_path: Path) -> None:
     assert res.runs == 2 and len(convs) == 2
     assert res.value("correctness") == 1.0
     assert res.metrics["recall_at_k"].per_run == [1.0, 1.0]
+
+
+def test_every_public_name_resolves_and_loads_lazily() -> None:
+    """What a conftest or script imports is at the top (pytest_ragdive.X), and each name resolves."""
+    import subprocess
+    import sys
+
+    import pytest_ragdive
+
+    for name in pytest_ragdive.__all__:
+        assert getattr(pytest_ragdive, name) is not None, name
+    assert set(pytest_ragdive.__all__) <= set(dir(pytest_ragdive))
+    for name in ("load_config", "RagdiveConfig", "run_suite", "load_baseline", "assert_no_regression", "http_target", "monitored"):
+        assert name in pytest_ragdive.__all__
+    code = "import sys, pytest_ragdive; print(sorted(m for m in ('pydantic', 'numpy', 'litellm', 'yaml') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_load_baseline_takes_a_str(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pytest_ragdive import Baseline, load_baseline
+    from pytest_ragdive.gate.baseline import write_baseline
+
+    p = tmp_path / "b.json"
+    write_baseline(p, Baseline(format_version=2))
+    assert load_baseline(str(p)) == load_baseline(p)
