@@ -57,24 +57,24 @@ class RagdiveConfig(Strict):
     shard: str | None = None  # "I/N": this process runs shard I of N (see planning.shard_plans)
     force: bool = False  # an update may overwrite a baseline of other models, backend or golden data
     # file-only settings
-    autorun: bool = False
-    target: str | HttpTargetConfig | None = None
-    corpus: str | None = None
-    backend: Literal["auto", "offline", "llm"] = "auto"
-    judge_backend: Literal["builtin", "ragas"] = "builtin"
+    autorun: bool = False  # run the ragdive items in every pytest session, without a --ragdive-* option
+    target: str | HttpTargetConfig | None = None  # "package.module:attribute" of the chatbot, or a table with an HTTP url (instead of the ragdive_target fixture)
+    corpus: str | None = None  # JSONL or YAML documents (id, title, text): the chatbot's knowledge base for references and generated conversations
+    backend: Literal["auto", "offline", "llm"] = "auto"  # auto: LLM judges and generation when a model is configured, else offline; offline or llm forces one
+    judge_backend: Literal["builtin", "ragas"] = "builtin"  # who computes the judged metrics: the plugin's own judges, or ragas' metrics (the ragas extra)
     # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
-    judge_mode: Literal["direct", "batch"] = "direct"
-    judge_cascade: list[str] = Field(default_factory=list)
-    forgetfulness_probe: bool = True
+    judge_mode: Literal["direct", "batch"] = "direct"  # direct: one request per judge call; batch: through the provider's batch API at batch prices
+    judge_cascade: list[str] = Field(default_factory=list)  # [cheap, strong]: judge with the first model, re-judge negative or unparseable verdicts with the next
+    forgetfulness_probe: bool = True  # ask each context-dependent turn's stand-alone question in a fresh history (forgetfulness, context_retention)
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
-    gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
+    gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
     gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
     online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
     # where the config came from; paths resolve against its directory
-    source: str | None = Field(None, exclude=True)
-    base_dir: str = Field(".", exclude=True)
+    source: str | None = Field(None, exclude=True)  # set by the loader: the file the config was read from (not a file key)
+    base_dir: str = Field(".", exclude=True)  # set by the loader: the config file's directory, against which paths resolve (not a file key)
 
     @model_validator(mode="before")
     @classmethod

@@ -83,32 +83,32 @@ class Strict(BaseModel):
 class RoleModel(Strict):
     """Model settings of one LLM role (simulator, validator, judge, classifier)."""
 
-    model: str | None = None
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int | None = 0
+    model: str | None = None  # litellm model of this role (unset: the validator takes the judge's, the judge the cascade's first, then model)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)  # sampling temperature of this role's calls
+    seed: int | None = 0  # seed sent with this role's calls (part of the cache key)
 
 
 class LLMConfig(Strict):
-    api_base: str | None = None
-    api_key_env: str | None = None
-    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    api_base: str | None = None  # an OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp), e.g. http://localhost:8000/v1
+    api_key_env: str | None = None  # the environment variable holding the API key (read at call time, never stored)
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"  # how a schema is asked for: response_format json_schema, JSON mode, or the prompt only (auto picks)
     # litellm for every provider; openai_http is a lean aiohttp path for
     # OpenAI-compatible endpoints (api_base), with far less client CPU per call;
     # auto: openai_http for openai/ (and hosted_vllm/) models, litellm for the others
-    transport: Literal["auto", "litellm", "openai_http"] = "auto"
+    transport: Literal["auto", "litellm", "openai_http"] = "auto"  # auto: openai_http for openai/ and hosted_vllm/ models, litellm for the others
     # per attempt; with the circuit breaker, an endpoint that accepts connections and
     # never answers ends the run in at most about breaker_failures x timeout_s (100 s)
-    timeout_s: float = Field(20.0, gt=0)
-    max_retries: int = Field(4, ge=0)
+    timeout_s: float = Field(20.0, gt=0)  # per attempt of an LLM request
+    max_retries: int = Field(4, ge=0)  # retries of a 429, 5xx, timeout or connection failure (backoff with jitter, Retry-After honoured)
     # consecutive timeouts / connection failures to one endpoint (with no reply for
     # 2 x timeout_s) that open the circuit breaker; 0 = never
-    breaker_failures: int = Field(5, ge=0)
+    breaker_failures: int = Field(5, ge=0)  # consecutive timeouts or connection failures that open an endpoint's circuit breaker (0: never)
     # requests in flight per process (default 4 x concurrency): a conversation's judge
     # calls run beside the other conversations' turns, which `concurrency` bounds
-    max_in_flight: int | None = Field(None, ge=1)
+    max_in_flight: int | None = Field(None, ge=1)  # LLM requests in flight per process (unset: 4 x concurrency)
     # judge_mode = "batch": how often a submitted batch is polled, and for how long at most
-    batch_poll_s: float = Field(10.0, gt=0)
-    batch_max_wait_s: float = Field(3600.0, gt=0)
+    batch_poll_s: float = Field(10.0, gt=0)  # judge_mode = "batch": how often a submitted batch is polled
+    batch_max_wait_s: float = Field(3600.0, gt=0)  # judge_mode = "batch": how long a batch may take before it is cancelled and sent directly
     simulator: RoleModel = Field(default_factory=lambda: RoleModel(temperature=0.7))
     validator: RoleModel = Field(default_factory=lambda: RoleModel())
     judge: RoleModel = Field(default_factory=lambda: RoleModel())
@@ -118,36 +118,36 @@ class LLMConfig(Strict):
 class GeneratedConfig(Strict):
     """A dynamically generated (RAG-DIVE) part of a suite; needs a model."""
 
-    conversations: int = Field(5, ge=1, le=MAX_GENERATED_CONVERSATIONS)
-    turns: int = Field(3, ge=1, le=MAX_GENERATED_TURNS)
-    roles: list[str] = Field(default_factory=lambda: ["default"])
-    corpus: str | None = None
-    seed: int = 0
-    max_regenerations: int = Field(2, ge=0, le=10)
-    on_invalid: Literal["drop", "flag"] = "drop"
-    window_chars: int = Field(6000, ge=200)
+    conversations: int = Field(5, ge=1, le=MAX_GENERATED_CONVERSATIONS)  # generated conversations per run (one sampled document each)
+    turns: int = Field(3, ge=1, le=MAX_GENERATED_TURNS)  # turns per generated conversation (slots: a dropped invalid turn still counts)
+    roles: list[str] = Field(default_factory=lambda: ["default"])  # user personas, assigned round robin: default, referrer, confused, verbose, or your own roles/*.yaml
+    corpus: str | None = None  # the documents to sample (default: the top-level corpus)
+    seed: int = 0  # seeds the document sampling and every simulator and validator call
+    max_regenerations: int = Field(2, ge=0, le=10)  # how often an invalid turn is regenerated with the validator's reason
+    on_invalid: Literal["drop", "flag"] = "drop"  # a turn still invalid then: dropped, or kept and flagged invalid
+    window_chars: int = Field(6000, ge=200)  # a long document is shown to the simulator as a window of at most this many characters
 
 
 class SuiteConfig(Strict):
     """Which cases a suite runs."""
 
-    single_turn: list[str] = Field(default_factory=list)
-    conversations: list[str] = Field(default_factory=list)
+    single_turn: list[str] = Field(default_factory=list)  # files of single-turn cases (JSONL or YAML)
+    conversations: list[str] = Field(default_factory=list)  # files of scripted conversations (JSONL or YAML)
     # conversations in the RAG-DIVE reference format (e.g. ragdive_<suite>.json
     # exported by an LLM run), replayed like scripted ones
-    ragdive_logs: list[str] = Field(default_factory=list)
-    max_cases: int | None = Field(None, ge=1)
-    max_conversations: int | None = Field(None, ge=1)
-    max_turns: int | None = Field(None, ge=1)
-    categories: list[str] | None = None
-    generated: GeneratedConfig | None = None
+    ragdive_logs: list[str] = Field(default_factory=list)  # conversations in the RAG-DIVE reference format, replayed like scripted ones
+    max_cases: int | None = Field(None, ge=1)  # run at most this many single-turn cases (the first ones)
+    max_conversations: int | None = Field(None, ge=1)  # run at most this many scripted and logged conversations (the first ones)
+    max_turns: int | None = Field(None, ge=1)  # run at most this many turns of each scripted conversation
+    categories: list[str] | None = None  # run only cases, conversations and sharded questions of these categories
+    generated: GeneratedConfig | None = None  # a generated (RAG-DIVE) part: needs a model; skipped offline with a notice
     # the sharded diagnosis: files of sharded questions (sources/sharded.py), each
     # question run under every condition, over at least sharded_runs runs
-    sharded: list[str] = Field(default_factory=list)
-    sharded_conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)
-    sharded_runs: int = Field(5, ge=1)
+    sharded: list[str] = Field(default_factory=list)  # files of sharded questions (the sharded diagnosis)
+    sharded_conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)  # the conditions each sharded question runs under
+    sharded_runs: int = Field(5, ge=1)  # the sharded questions run at least this many runs (aptitude and unreliability need several)
     # a target that marks its answers with an "Answer:" line: an unmarked reply is discussion
-    sharded_answer_line: bool = False
+    sharded_answer_line: bool = False  # the target marks its answers with an "Answer:" line: an unmarked reply is discussion
     sharded_judge: bool = False  # rescore each extracted answer with the binary correctness judge (LLM)
 
 
@@ -158,10 +158,10 @@ class GatePolicy(Strict):
     """How the gate decides: keys of ``[tool.ragdive.gate]`` beside the
     tolerances (the rule is in pytest_ragdive/gate/paired.py)."""
 
-    method: Literal["band", "band+paired"] = "band+paired"
-    inconclusive: Literal["fail", "pass", "rerun"] = "rerun"
+    method: Literal["band", "band+paired"] = "band+paired"  # band: the baseline band alone; band+paired: the band plus the paired test per conversation
+    inconclusive: Literal["fail", "pass", "rerun"] = "rerun"  # an inconclusive suite: fails, passes, or runs again (up to max_reruns) and is decided on all runs
     # baseline conversations whose p90 - p10 over the runs exceeds this are listed as unstable
-    unstable_spread: float = Field(0.5, ge=0, allow_inf_nan=False)
+    unstable_spread: float = Field(0.5, ge=0, allow_inf_nan=False)  # baseline conversations whose p90 - p10 over the runs exceeds this are listed as unstable
 
 
 class HttpTargetConfig(Strict):
@@ -178,13 +178,13 @@ class HttpTargetConfig(Strict):
     name environment variables as ``${NAME}``; headers are never logged,
     hashed or reported."""
 
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict, exclude=True)
-    request: Any = None
-    answer: str = "answer"
-    contexts: str | None = "contexts"
-    citations: str | None = "citations"
-    context_fields: dict[str, str] = Field(default_factory=dict)
+    url: str  # the endpoint each turn is POSTed to (http:// or https://)
+    headers: dict[str, str] = Field(default_factory=dict, exclude=True)  # request headers; ${NAME} is read from the environment; never logged, hashed or reported
+    request: Any = None  # the JSON body template ($messages, $history, $question); default {"messages": "$messages"}
+    answer: str = "answer"  # dotted path of the answer in the JSON reply
+    contexts: str | None = "contexts"  # dotted path of the contexts list in the reply (items: strings or objects)
+    citations: str | None = "citations"  # dotted path of the citations list in the reply
+    context_fields: dict[str, str] = Field(default_factory=dict)  # Context field (id, text, doc_id, score) -> dotted path inside each context item
     retries: int = Field(2, ge=0, le=10)  # on 429, 5xx and refused/reset connections
     timeout_s: float | None = Field(None, gt=0)  # one HTTP request; default target_timeout_s
 
