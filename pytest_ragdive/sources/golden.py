@@ -15,18 +15,30 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core.errors import GoldenError, one_line
 from ..core.paths import read_text
 from ..core.records import Conversation, Document, QuestionType, Turn
+from ..metrics.assertions import Assertion, normalise
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class SingleTurnCase(_Row):
+class _Asserted(_Row):
+    """A row that may carry ``assert:``, the per-case checks of :mod:`pytest_ragdive.metrics.assertions`."""
+
+    assertions: list[Assertion] = Field(default_factory=list, alias="assert")
+
+    @field_validator("assertions", mode="before")
+    @classmethod
+    def _short_forms(cls, v: Any) -> Any:
+        return normalise(v)
+
+
+class SingleTurnCase(_Asserted):
     question_id: str
     question: str
     expected_answer: str = ""
@@ -37,7 +49,7 @@ class SingleTurnCase(_Row):
     negative_assertions: list[str] = Field(default_factory=list)
 
 
-class ScriptedTurn(_Row):
+class ScriptedTurn(_Asserted):
     rag_input: str
     standalone_question: str = ""
     ground_truth: str = ""
