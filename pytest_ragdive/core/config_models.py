@@ -36,6 +36,7 @@ DEFAULT_GATE: dict[str, float] = {
     "recall_at_k": 0.03,
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
+    "assertion_pass_rate": 0.0,  # the assert: checks of golden data; gated where the baseline holds it
 }
 
 

@@ -110,8 +110,10 @@ async def check_assertions(
         if not mine or turn.answer is None:
             continue
         judged = [a for a in mine if a.judged]
-        verdicts = await asyncio.gather(*(rubric(str(getattr(a, "value", "")), turn) for a in judged)) if rubric else []
-        by_check = dict(zip((id(a) for a in judged), verdicts, strict=True))
+        by_check: dict[int, Verdict] = {}
+        if rubric is not None and judged:
+            verdicts = await asyncio.gather(*(rubric(str(getattr(a, "value", "")), turn) for a in judged))
+            by_check = dict(zip((id(a) for a in judged), verdicts, strict=True))
         failed: list[str] = []
         passed = skipped = 0
         for a in mine:
