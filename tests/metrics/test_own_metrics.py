@@ -243,3 +243,62 @@ def test_run_suite_takes_metrics_outside_pytest(tmp_path: Path) -> None:
     res = rd.run_suite(lambda messages: "It is blue.", cfg, metrics=[mentions_blue])
     assert res.value("mentions_blue") == 1.0
     assert "mentions_blue" not in METRICS  # the run's registry ended with it
+
+
+def test_the_built_ins_are_declared_by_the_public_decorator_in_one_registry() -> None:
+    import pytest_ragdive as rd
+    from pytest_ragdive.metrics import registry
+
+    assert rd.metric is registry.metric
+    for decl in registry._BUILTIN:  # the frozen table: metric(...) declarations, nothing else
+        assert isinstance(decl, registry.MetricDecl) and decl.spec.fn is None
+    assert [d.spec for d in registry._BUILTIN] == list(registry.BUILTINS.values())
+    assert registry.METRICS["forgetfulness"] == registry.metric(
+        "forgetfulness", level="conversation", higher_is_better=False, dimension="answer",
+        definition=registry.BUILTINS["forgetfulness"].definition).spec
+    assert {s.dimension for s in registry.BUILTINS.values()} <= set(registry.DIMENSIONS)
+    with pytest.raises(TypeError):
+        registry.BUILTINS._specs["x"] = registry.BUILTINS["mrr"]  # type: ignore[index]  # read-only
+
+    @rd.metric("mine")
+    def mine(turn: rd.Turn, conversation: rd.Conversation) -> float:
+        return 1.0
+
+    reg = registry.BUILTINS.extended(registry.declared_in([mine, mine]))
+    assert reg["mine"].kind == "custom" and reg["mine"].fn is mine and "mine" not in registry.BUILTINS
+    with reg.active():
+        assert registry.METRICS["mine"].origin.endswith("mine")
+    assert "mine" not in registry.METRICS
+    with pytest.raises(registry.MetricClash, match="declared twice"):
+        reg.extended([registry.metric("mine")(lambda turn, conversation: 0.0).__ragdive_metric__])  # type: ignore[attr-defined]
+
+
+def test_the_controller_adopts_a_workers_metric_and_refuses_a_disagreeing_one() -> None:
+    """Under xdist a worker may load a conftest.py the controller did not: the controller
+    aggregates with the worker's declaration; one that aggregates differently ends the run."""
+    import json as _json
+    from types import SimpleNamespace
+
+    from pytest_ragdive.core.config import RagdiveConfig
+    from pytest_ragdive.metrics.registry import BUILTINS, MetricRegistry, metric
+    from pytest_ragdive.plugin.controller import WORKER_KEY, DistController
+
+    cfg = RagdiveConfig()
+    here = metric("ours", higher_is_better=True)(lambda turn, conversation: 1.0).__ragdive_metric__  # type: ignore[attr-defined]
+    cfg.use_metrics(BUILTINS.extended([here]))
+    used: list[MetricRegistry] = []
+
+    def use(reg: MetricRegistry) -> None:
+        cfg.use_metrics(reg)
+        used.append(reg)
+
+    sess = SimpleNamespace(notes=[], fatal=[], worker_llm_stats=[], cfg=cfg, use_metrics=use)
+    ctl = DistController(sess)  # type: ignore[arg-type]
+    theirs = {"deep": {"direction": "lower", "level": "conversation"}, "ours": {"direction": "higher", "level": "turn"}}
+    node = SimpleNamespace(workeroutput={WORKER_KEY: _json.dumps({"ran": 1, "metrics": theirs})}, gateway=SimpleNamespace(id="gw0"))
+    ctl.pytest_testnodedown(node, None)
+    assert not sess.fatal and cfg.metrics["deep"].direction == "lower" and cfg.metrics["ours"] is here
+    clash = {"ours": {"direction": "lower", "level": "turn"}}
+    node = SimpleNamespace(workeroutput={WORKER_KEY: _json.dumps({"ran": 1, "metrics": clash})}, gateway=SimpleNamespace(id="gw1"))
+    ctl.pytest_testnodedown(node, None)
+    assert len(sess.fatal) == 1 and "xdist worker gw1 and the controller disagree" in sess.fatal[0]

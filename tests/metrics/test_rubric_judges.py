@@ -68,7 +68,9 @@ def rubric_toy(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     server.stop()
 
 
-def test_a_config_rubric_is_judged_reported_baselined_and_gated(rubric_toy, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_config_rubric_is_judged_reported_baselined_and_gated(
+    rubric_toy, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     toy, server = rubric_toy
     res = toy.runpytest("--ragdive-baseline=b.json", "--ragdive-update-baseline")
     res.assert_outcomes(passed=5)
@@ -87,7 +89,10 @@ def test_a_config_rubric_is_judged_reported_baselined_and_gated(rubric_toy, monk
     assert bl["suites"]["core"]["polite"]["mean"] == 1.0 and bl["custom_metrics"]["on_topic"]["level"] == "conversation"
     from pytest_ragdive.cli import main
 
+    capsys.readouterr()
     assert main(["baseline", "show", str(toy.path / "b.json")]) == 0
+    shown = capsys.readouterr().out
+    assert "polite ↑" in shown and "on_topic ↑" in shown
 
     # the warm rerun: every judge call from the cache, no request at all; the gate passes
     before = server.request_count
