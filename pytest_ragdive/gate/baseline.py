@@ -53,8 +53,10 @@ def load_baseline(path: str | Path) -> Baseline:
                 )
     for name, cm in bl.custom_metrics.items():
         known = METRICS.get(name)
-        if name in BUILTINS or (known is not None and not known.agrees(cm.spec(name))):
-            what = "a built-in metric" if name in BUILTINS else f"{known.direction}-is-better at {known.level} level here"  # type: ignore[union-attr]
+        what = ("a built-in metric" if name in BUILTINS
+                else f"{known.direction}-is-better at {known.level} level here" if known is not None
+                and not known.agrees(cm.spec(name)) else None)
+        if what is not None:
             raise BaselineError(
                 f"ragdive baseline {path} is invalid: custom_metrics.{name}: recorded as {cm.direction}-is-better at "
                 f"{cm.level} level, but {name} is {what}: re-record the baseline"

@@ -302,3 +302,24 @@ def test_the_controller_adopts_a_workers_metric_and_refuses_a_disagreeing_one() 
     node = SimpleNamespace(workeroutput={WORKER_KEY: _json.dumps({"ran": 1, "metrics": clash})}, gateway=SimpleNamespace(id="gw1"))
     ctl.pytest_testnodedown(node, None)
     assert len(sess.fatal) == 1 and "xdist worker gw1 and the controller disagree" in sess.fatal[0]
+
+
+def test_a_baseline_declares_its_own_metrics_and_they_must_agree(tmp_path: Path) -> None:
+    from pytest_ragdive.core.errors import BaselineError
+    from pytest_ragdive.gate.baseline import load_baseline
+    from pytest_ragdive.metrics.registry import BUILTINS, metric
+
+    bm = {"mean": 0.5, "min": 0.5, "max": 0.5, "direction": "lower"}
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"suites": {"core": {"mine": bm}}}))
+    with pytest.raises(BaselineError, match="suites.core.mine: unknown metric"):
+        load_baseline(path)  # not built in, not declared by the file, not in a session
+    path.write_text(json.dumps({"suites": {"core": {"mine": bm}},
+                                "custom_metrics": {"mine": {"direction": "lower", "level": "turn"}}}))
+    assert load_baseline(path).custom_metrics["mine"].direction == "lower"
+    here = metric("mine", higher_is_better=True)(lambda turn, conversation: 1.0).__ragdive_metric__  # type: ignore[attr-defined]
+    with BUILTINS.extended([here]).active(), pytest.raises(BaselineError, match="mine.direction: 'lower', but mine is higher"):
+        load_baseline(path)
+    path.write_text(json.dumps({"custom_metrics": {"mrr": {"direction": "lower", "level": "turn"}}}))
+    with pytest.raises(BaselineError, match="custom_metrics.mrr: .* but mrr is a built-in metric"):
+        load_baseline(path)
