@@ -1,7 +1,7 @@
 """pytest-ragdive: gate CI on the quality of a RAG chatbot.
 
 What a user's conftest and scripts import is here: the records a target returns
-and a check reads, the config, the stand-alone API, the baseline and its
+and a check reads, the decorator that declares a metric of one's own (``metric``), the config, the stand-alone API, the baseline and its
 assertion helpers, the ready-made HTTP target and the production wrapper.
 The packages behind them are named by concern (``plugin``, ``core``, ``run``,
 ``sources``, ``metrics``, ``gate``, ``reports``, ``sharded``, ``llm``, ``online``,
@@ -39,6 +39,9 @@ _EXPORTS = {
     "RagdiveConfig": "core.config",
     "load_config": "core.config",
     "RecordMode": "core.config_models",
+    # a team's own metrics (conftest.py, a module of metric_modules, an entry point)
+    "metric": "metrics.registry",
+    "MetricSpec": "metrics.registry",
     # the chatbot under test
     "Target": "run.target",
     "http_target": "run.http_target",
@@ -62,6 +65,7 @@ __all__ = [
     "Document",
     "GateRow",
     "Message",
+    "MetricSpec",
     "MetricValue",
     "RagdiveConfig",
     "RecordMode",
@@ -76,6 +80,7 @@ __all__ = [
     "http_target",
     "load_baseline",
     "load_config",
+    "metric",
     "monitored",
     "run_suite",
 ]
@@ -86,8 +91,9 @@ if TYPE_CHECKING:
     from .core.records import CallInfo, Context, Conversation, Document, Message, TargetResponse, Turn, Verdict
     from .core.results import Baseline, BaselineMetric, MetricValue, SuiteResult
     from .gate.assertions import assert_in_band, assert_no_regression
-    from .gate.rows import GateRow
     from .gate.baseline import load_baseline
+    from .gate.rows import GateRow
+    from .metrics.registry import MetricSpec, metric
     from .online.monitor import monitored
     from .run.api import run_suite
     from .run.http_target import http_target

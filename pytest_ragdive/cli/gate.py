@@ -16,9 +16,10 @@ from pathlib import Path
 from ..core.config import RagdiveConfig, find_config_file, load_config
 from ..core.errors import ResultsError
 from ..core.records import Conversation, Document
-from ..core.results import Baseline
+from ..core.results import Baseline, CustomMetric
 from ..gate.conclude import RunFacts, conclude, publish
 from ..gate.outcome import RunOutcome
+from ..metrics.registry import BUILTINS, MetricClash, MetricRegistry
 from ..reports.result_files import MergedResults, merge_results
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOTHING = 0, 1, 2, 5
@@ -32,7 +33,9 @@ def load_run_config(config: Path | None, merged: MergedResults, **overrides: obj
     file = find_config_file([cwd], str(config) if config is not None else None)
     values = {k: v for k, v in overrides.items() if v is not None}
     values["suite"] = ",".join(merged.info.suites) or "core"
-    cfg = load_config(file, values, default_dir=cwd)
+    # the metrics the results recorded (a conftest.py's) count as known: the gate may name them
+    recorded = [cm.spec(name) for name, cm in merged.custom_metrics.items()]
+    cfg = load_config(file, values, default_dir=cwd, metric_sources=recorded)
     cfg.shard = None
     cfg.update_baseline = False
     if merged.info.config_hash and merged.info.config_hash != cfg.config_hash():
@@ -69,6 +72,19 @@ def conclude_results(
         baseline=str(baseline_path.resolve()) if baseline_path is not None else None,
         report_dir=str(report_dir.resolve()) if report_dir is not None else None,
     )
+    with cfg.metrics.active():
+        return _conclude(merged, cfg, baseline_path)
+
+
+def recorded_metrics(registry: MetricRegistry, recorded: dict[str, CustomMetric]) -> MetricRegistry:
+    """``registry`` with the metrics a result file recorded that it does not hold (``ragdive report``)."""
+    try:
+        return registry.adopted(cm.spec(name) for name, cm in recorded.items())
+    except MetricClash as e:
+        raise ResultsError(f"ragdive results: {e}") from None
+
+
+def _conclude(merged: MergedResults, cfg: RagdiveConfig, baseline_path: Path | None) -> tuple[RunOutcome, list[Path]]:
     notes = list(merged.notes)
     baseline: Baseline | None = None
     if baseline_path is not None:
@@ -108,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
     from ..reports.terminal import terminal_lines
 
     outcome, written = conclude_results(args.results, args.baseline, args.config, args.report_dir)
-    for line in terminal_lines(outcome, written):
-        print(line.text)
+    with recorded_metrics(BUILTINS, outcome.custom_metrics).active():
+        for line in terminal_lines(outcome, written):
+            print(line.text)
     failed = [c for c in outcome.conversations if broken(c)]
     if failed:
         print(f"{len(failed)} conversation(s) failed their item in the shards: "

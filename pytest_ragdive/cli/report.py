@@ -21,10 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:
 
 def run(args: argparse.Namespace) -> int:
     if len(args.results) == 1 and args.baseline is None:
+        from ..metrics.registry import BUILTINS
         from ..reports.result_files import read_outcome
         from ..reports.write import write_reports
+        from .gate import recorded_metrics
 
-        written = write_reports(args.output, read_outcome(args.results[0]))
+        outcome = read_outcome(args.results[0])
+        with recorded_metrics(BUILTINS, outcome.custom_metrics).active():
+            written = write_reports(args.output, outcome)
     else:
         from .gate import conclude_results
 

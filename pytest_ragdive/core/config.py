@@ -14,12 +14,13 @@ import json
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from ..metrics.registry import METRICS
+from ..metrics.registry import BUILTINS, METRICS, NAME_RE, MetricRegistry
 from ..online.config import OnlineConfig
 from .config_models import (
     DEFAULT_GATE,
@@ -27,6 +28,7 @@ from .config_models import (
     MAX_RUNS,
     GatePolicy,
     HttpTargetConfig,
+    JudgeConfig,
     LLMConfig,
     RecordMode,
     RoleModel,
@@ -72,9 +74,13 @@ class RagdiveConfig(Strict):
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
     online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
+    judges: dict[str, JudgeConfig] = Field(default_factory=dict, description="rubric judges: [tool.ragdive.judges.NAME] defines the LLM-judged metric NAME")
+    metric_modules: list[str] = Field(default_factory=list, description="modules whose @pytest_ragdive.metric functions are metrics of this project (besides conftest.py and entry points)")
     # where the config came from; paths resolve against its directory
     source: str | None = Field(None, exclude=True)  # set by the loader: the file the config was read from (not a file key)
     base_dir: str = Field(".", exclude=True)  # set by the loader: the config file's directory, against which paths resolve (not a file key)
+    # the metric registry of this config's runs (metrics.discovery.build_registry), built on first use
+    _metrics: MetricRegistry | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -102,13 +108,25 @@ class RagdiveConfig(Strict):
     @field_validator("gate")
     @classmethod
     def _gate_metrics(cls, v: dict[str, float]) -> dict[str, float]:
+        # the names are checked against the run's metric registry (metrics.discovery.check_gate_names):
+        # a team's own metrics are known only once their modules are found
         for name, tol in v.items():
-            if name not in METRICS:
-                raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(METRICS))}")
+            if not NAME_RE.match(name):
+                raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(BUILTINS))}")
             if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not math.isfinite(tol) or tol < 0:
                 raise ValueError(f"tolerance of {name!r} must be a finite number >= 0")
             if name == "safety_pass_rate" and tol != 0:
                 raise ValueError("safety_pass_rate has zero tolerance: set it to 0")
+        return v
+
+    @field_validator("judges")
+    @classmethod
+    def _judge_names(cls, v: dict[str, JudgeConfig]) -> dict[str, JudgeConfig]:
+        for name in v:
+            if not NAME_RE.match(name):
+                raise ValueError(f"judge name {name!r} must be lowercase letters, digits and '_', starting with a letter")
+            if name in BUILTINS:
+                raise ValueError(f"judge name {name!r} is a built-in metric's name: give the rubric judge another name")
         return v
 
     @field_validator("suites")
@@ -148,6 +166,20 @@ class RagdiveConfig(Strict):
         return ",".join(names)
 
     # -- helpers -----------------------------------------------------------
+    @property
+    def metrics(self) -> MetricRegistry:
+        """The metrics of this config's runs: the built-ins, its rubric judges, its
+        metric_modules and the installed entry points (:func:`~pytest_ragdive.metrics.discovery.build_registry`;
+        a pytest session adds its conftest.py files: :meth:`use_metrics`)."""
+        if self._metrics is None:
+            from ..metrics.discovery import build_registry
+
+            self._metrics = build_registry(self)
+        return self._metrics
+
+    def use_metrics(self, registry: MetricRegistry) -> None:
+        self._metrics = registry
+
     def path(self, p: str) -> Path:
         """Resolve a path from the config against the config file's directory."""
         q = Path(p).expanduser()
@@ -175,7 +207,7 @@ class RagdiveConfig(Strict):
         sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
         return {
             m: t for m, t in self.gate.items()
-            if (has_sharded if METRICS[m].level == "suite" else not sharded_only)
+            if (has_sharded if m in METRICS and METRICS[m].level == "suite" else not sharded_only)
         }
 
     def generated_corpus(self, suite: str) -> str | None:
@@ -221,14 +253,17 @@ class RagdiveConfig(Strict):
                 except OSError:
                     out[name] = "missing"
         for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
-            if f.name.endswith(".yaml"):
+            # the rubric prompts count where the config defines a rubric judge (a release that adds
+            # a prompt keeps the hashes of configs that do not use it)
+            if f.name.endswith(".yaml") and (self.judges or not f.name.startswith("judge_rubric")):
                 out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
         return out
 
     def config_hash(self) -> str:
         """Hash of what changes results: suites, target, backend, models, and the
         contents of the golden files and prompts (:meth:`content_digests`)."""
-        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
+        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model",
+                "judges", "metric_modules")
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
         data["contents"] = self.content_digests()
@@ -328,8 +363,11 @@ def load_config(
     cli: dict[str, Any] | None = None,
     cli_names: dict[str, str] | None = None,
     default_dir: Path | None = None,
+    metric_sources: Sequence[object] = (),
 ) -> RagdiveConfig:
-    """Build the config from a file (may be None) and CLI overrides (None = not given)."""
+    """Build the config from a file (may be None) and CLI overrides (None = not given),
+    with its metric registry (``metric_sources``: modules or functions declaring metrics
+    besides the config's own sources, e.g. the pytest session's conftest.py files)."""
     data: dict[str, Any] = read_config_file(file) if file is not None else {}
     where = str(file) if file is not None else "defaults"
     try:
@@ -344,4 +382,7 @@ def load_config(
             raise ConfigError(_one_line(e, where, cli_names)) from None
     cfg.source = where
     cfg.base_dir = str((file.parent if file is not None else (default_dir or Path.cwd())).resolve())
+    from ..metrics.discovery import build_registry
+
+    cfg.use_metrics(build_registry(cfg, metric_sources))
     return cfg

@@ -36,6 +36,7 @@ DEFAULT_GATE: dict[str, float] = {
     "recall_at_k": 0.03,
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
+    "assertion_pass_rate": 0.0,  # the assert: checks of golden data; gated where the baseline holds it
 }
 
 
@@ -202,3 +203,37 @@ class HttpTargetConfig(Strict):
         if unknown:
             raise ValueError(f"unknown Context field(s) {', '.join(unknown)}, expected id, text, doc_id, score")
         return v
+
+
+class JudgeConfig(Strict):
+    """A rubric judge (GEval-style), ``[tool.ragdive.judges.NAME]``: an LLM-judged metric
+    ``NAME`` (higher is better: the criteria met), aggregated, baselined and gated like a
+    built-in one. Without a model it is not scored (and not gated) unless ``offline`` names
+    a function that scores it."""
+
+    criteria: str = Field(min_length=1, description="what the judge checks, in words; its hash is the prompt version, so editing it re-judges exactly this metric")
+    level: Literal["turn", "conversation"] = Field("turn", description="turn: each answered turn; conversation: the whole transcript, once")
+    scale: Literal["binary", "1-5"] = Field("binary", description="binary: 1 when the criteria are met, else 0; 1-5: a grade, scaled to (grade - 1) / 4")
+    dimension: Literal["retrieval", "grounding", "answer", "safety"] = Field("answer", description="the quality dimension reports file it under")
+    offline: str | None = Field(None, description="'module:function' scoring it without a model (called like a @pytest_ragdive.metric function); unset: not scored offline")
+
+    @field_validator("criteria")
+    @classmethod
+    def _criteria(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("criteria must say what the judge checks")
+        return v
+
+    @field_validator("offline")
+    @classmethod
+    def _offline(cls, v: str | None) -> str | None:
+        if v is not None and (v.count(":") != 1 or not all(v.split(":"))):
+            raise ValueError("expected 'package.module:function'")
+        return v
+
+    def criteria_hash(self) -> str:
+        """The prompt version of this judge: a hash of what it is asked (criteria, scale, level)."""
+        import hashlib
+
+        blob = f"{self.level}\n{self.scale}\n{' '.join(self.criteria.split())}"
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]

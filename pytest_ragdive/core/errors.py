@@ -67,6 +67,11 @@ class PathError(UsageError):
     """A report directory or baseline path that cannot be written; one line, names the path."""
 
 
+class MetricError(UsageError):
+    """A metric declaration that cannot be used: a name taken twice or a built-in's, a metric
+    module or entry point that cannot be imported, an offline twin that is not a function."""
+
+
 class ResultsError(UsageError):
     """A result file (results.json) that cannot be read or merged; one line, names the file."""
 

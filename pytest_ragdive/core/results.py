@@ -4,12 +4,46 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ..sharded.records import ShardedReport
 from .records import Direction, Record
+
+if TYPE_CHECKING:
+    from ..metrics.registry import MetricRegistry, MetricSpec
+
+
+class CustomMetric(Record):
+    """How a metric that is not built in (a team's own, a rubric judge) is aggregated and
+    gated, as results.json and a baseline record it, so that a command reading them back
+    (``ragdive gate``, ``ragdive report``, ``baseline show``) knows it without the conftest.py
+    or module that computed it."""
+
+    direction: Direction
+    level: Literal["turn", "conversation"]
+    dimension: Literal["retrieval", "grounding", "answer", "safety", "diagnosis"] = "answer"
+    definition: str = ""
+    kind: Literal["custom", "rubric"] = "custom"
+    origin: str = ""
+
+    @classmethod
+    def of(cls, spec: MetricSpec) -> CustomMetric:
+        assert spec.level != "suite" and spec.kind != "builtin"
+        return cls(direction=spec.direction, level=spec.level, dimension=spec.dimension, definition=spec.definition,
+                   kind=spec.kind, origin=spec.origin)
+
+    def spec(self, name: str) -> MetricSpec:
+        """The registry entry (without a function: it computes nothing, it aggregates and gates)."""
+        from ..metrics.registry import MetricSpec
+
+        return MetricSpec(name, self.direction, self.level, self.definition, self.dimension, kind=self.kind, origin=self.origin)
+
+
+def custom_metrics(registry: MetricRegistry, names: set[str] | None = None) -> dict[str, CustomMetric]:
+    """The records of a registry's metrics that are not built in (those in ``names`` only, when given)."""
+    return {s.name: CustomMetric.of(s) for s in registry.custom() if s.level != "suite" and (names is None or s.name in names)}
 
 
 class MetricValue(Record):
@@ -124,3 +158,5 @@ class Baseline(Record):
         return v
     # per suite, per golden file (as the config names it): what the baseline was recorded on
     golden: dict[str, dict[str, GoldenFile]] = Field(default_factory=dict)
+    # the metrics it holds that are not built in (a team's own, rubric judges); left out of the file when none
+    custom_metrics: dict[str, CustomMetric] = Field(default_factory=dict)

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from ..core.config import SUITE_NAME_RE
 from ..core.errors import BaselineError, one_line
 from ..core.records import Conversation
-from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, SuiteResult
-from ..metrics.registry import METRICS
+from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, CustomMetric, SuiteResult
+from ..metrics.registry import BUILTINS, METRICS
 from .paired import conversation_value
 from .rows import Method, pairable
 
@@ -42,13 +42,25 @@ def load_baseline(path: str | Path) -> Baseline:
             raise BaselineError(f"ragdive baseline {path} is invalid: suites.{suite}: not a suite name (a letter, then letters, digits or '_')")
         for name, bm in metrics.items():
             key = f"suites.{suite}.{name}"
-            if name not in METRICS:
+            # a built-in, a metric of this session, or one the file itself declares (custom_metrics)
+            spec = METRICS.get(name) or (bl.custom_metrics[name].spec(name) if name in bl.custom_metrics else None)
+            if spec is None:
                 raise BaselineError(f"ragdive baseline {path} is invalid: {key}: unknown metric")
-            if bm.direction != METRICS[name].direction:
+            if bm.direction != spec.direction:
                 raise BaselineError(
                     f"ragdive baseline {path} is invalid: {key}.direction: {bm.direction!r}, but {name} is "
-                    f"{METRICS[name].direction}-is-better"
+                    f"{spec.direction}-is-better"
                 )
+    for name, cm in bl.custom_metrics.items():
+        known = METRICS.get(name)
+        what = ("a built-in metric" if name in BUILTINS
+                else f"{known.direction}-is-better at {known.level} level here" if known is not None
+                and not known.agrees(cm.spec(name)) else None)
+        if what is not None:
+            raise BaselineError(
+                f"ragdive baseline {path} is invalid: custom_metrics.{name}: recorded as {cm.direction}-is-better at "
+                f"{cm.level} level, but {name} is {what}: re-record the baseline"
+            )
     return bl
 
 
@@ -105,7 +117,14 @@ def build_baseline(
                 conversations=_per_conversation(mine, name, runs) if paired and len(runs) == len(vals) else None,
             )
         suites[suite] = metrics
+    held = {name for metrics in suites.values() for name in metrics if name not in BUILTINS}
+    kept = existing.custom_metrics if existing is not None else {}
+    declared = {
+        name: CustomMetric.of(METRICS[name]) if name in METRICS else kept[name]
+        for name in sorted(held) if name in METRICS or name in kept
+    }
     return Baseline(
+        custom_metrics=declared,
         format_version=BASELINE_FORMAT,
         plugin_version=plugin_version,
         config_hash=config_hash,
@@ -144,7 +163,10 @@ def dumps_baseline(baseline: Baseline) -> str:
         ]
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
 
-    return dump(baseline.model_dump(mode="json"), 0) + "\n"
+    data = baseline.model_dump(mode="json")
+    if not data.get("custom_metrics"):
+        data.pop("custom_metrics", None)  # a baseline of built-in metrics reads as it always did
+    return dump(data, 0) + "\n"
 
 
 def write_baseline(path: Path, baseline: Baseline) -> None:

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import __version__
 from ..core.config import RagdiveConfig
 from ..core.records import Conversation, Document, JudgeCalls, ValidationStats
-from ..core.results import Baseline, GoldenFile
+from ..core.results import Baseline, GoldenFile, custom_metrics
 from ..llm.stats import LLMStats
+from ..metrics.registry import active_registry
 from .outcome import GateStatus, RunInfo, RunOutcome
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def conclude(
     not cover keep their stored values), or None."""
     from ..metrics.aggregate import aggregate
     from .baseline import baseline_note, build_baseline
-    from .rows import check
+    from .rows import check, where_recorded
 
     convs = sorted(conversations, key=lambda c: (c.suite, c.run, c.id))
     notes = list(facts.notes)
@@ -96,6 +97,7 @@ def conclude(
         judge_calls=JudgeCalls.total(convs) if any(c.judge_calls is not None for c in convs) else None,
     )
     _generated_stats(out)
+    out.custom_metrics = custom_metrics(active_registry())
     if cfg.shard is not None:
         # one shard of a split run: reported, never gated or recorded alone (the gate command merges the shards)
         out.info.shard = cfg.shard
@@ -109,7 +111,7 @@ def conclude(
             else "no conversation ran" if not convs
             else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
             else f"{errored} conversation(s) errored" if errored
-            else f"{unsafe} conversation(s) with a safety violation (a baseline never records one)" if unsafe
+            else f"{unsafe} conversation(s) with a safety violation or a failed check (a baseline never records one)" if unsafe
             else ""
         )
         if why:
@@ -129,7 +131,8 @@ def conclude(
                 out.baseline_diff = diff_baselines(baseline, out.baseline)
             out.status = GateStatus.BASELINE_WRITTEN
             for suite, res in suites.items():
-                empty = [m for m in cfg.gated_metrics(suite) if res.value(m) is None]
+                empty = [m for m in where_recorded(cfg.gated_metrics(suite), out.baseline.suites.get(suite, {}))
+                         if res.value(m) is None]
                 if empty:
                     notes.append(
                         f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
@@ -139,8 +142,14 @@ def conclude(
         out.status = GateStatus.SUBSET
     elif baseline is not None:
         policy = cfg.gate_policy
+        per_suite = {s: where_recorded(cfg.gated_metrics(s), baseline.suites.get(s, {})) for s in suites}
+        for s, res in suites.items():
+            unrecorded = [m for m in cfg.gated_metrics(s) if m not in per_suite[s] and res.value(m) is not None]
+            if unrecorded:
+                notes.append(f"suite {s}: {', '.join(unrecorded)} not in the baseline: not gated (re-record the baseline "
+                             "with --ragdive-update-baseline to gate it)")
         rows = check(
-            suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites}, convs=convs, method=policy.method,
+            suites, baseline, cfg.gate, per_suite, convs=convs, method=policy.method,
             on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
             unstable_spread=policy.unstable_spread,
         )

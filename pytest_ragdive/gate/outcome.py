@@ -14,7 +14,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.records import Conversation, JudgeCalls, ValidationStats
-from ..core.results import Baseline, SuiteResult
+from ..core.results import Baseline, CustomMetric, SuiteResult
 from ..llm.stats import LLMStats
 from .diff import BaselineDiff
 from .rows import GateRow
@@ -73,6 +73,7 @@ class RunOutcome(BaseModel):
     judge_calls: JudgeCalls | None = None
     validation: dict[str, ValidationStats] = Field(default_factory=dict)  # generated suites
     diversity: dict[str, dict[str, float]] = Field(default_factory=dict)  # generated suites, by turn index
+    custom_metrics: dict[str, CustomMetric] = Field(default_factory=dict)  # the run's metrics that are not built in
 
     @property
     def failed(self) -> bool:

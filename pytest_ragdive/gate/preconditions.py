@@ -11,6 +11,7 @@ from ..core.errors import BaselineError
 from ..core.results import Baseline
 from ..sources.fingerprint import fingerprint, golden_changes
 from .baseline import load_baseline
+from .rows import where_recorded
 
 
 def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baseline, list[str]]:
@@ -31,7 +32,7 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
                 f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(baseline.suites) or 'none'}); "
                 f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
             )
-        missing = [m for m in cfg.gated_metrics(suite) if m not in stored]
+        missing = [m for m in where_recorded(cfg.gated_metrics(suite), stored) if m not in stored]
         if missing:
             raise BaselineError(
                 f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "

@@ -34,7 +34,15 @@ Method = Literal["band", "band+paired"]
 OnInconclusive = Literal["fail", "pass", "rerun"]
 
 
-UNPAIRED = ("safety_pass_rate",)  # zero tolerance, no statistics
+UNPAIRED = ("safety_pass_rate", "assertion_pass_rate")  # zero tolerance, no statistics
+
+
+def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric]) -> dict[str, float]:
+    """The gate entries that apply against one suite of a baseline: a metric the plugin may
+    have nothing to score for (``assertion_pass_rate`` without ``assert:`` checks, a rubric
+    judge without a model: ``MetricSpec.gated_where_recorded``) is gated where the baseline
+    holds it; every other entry always."""
+    return {m: t for m, t in gate.items() if m in stored or not (m in METRICS and METRICS[m].gated_where_recorded)}
 
 
 def pairable(metric: str) -> bool:

@@ -1,21 +1,59 @@
-"""Every metric's name, direction, level, dimension and one-line definition, declared once.
+"""Every metric's name, direction, level, dimension and one-line definition, declared once,
+and the one way to declare one: :func:`metric`.
+
+The built-in metrics below are declared with the same public ``metric(...)`` call a
+team uses in its conftest.py; a team's own metric adds the function that computes it::
+
+    import pytest_ragdive as rd
+
+    @rd.metric("cites_help_url", level="turn", higher_is_better=True, dimension="answer")
+    def cites_help_url(turn, conversation):
+        return 1.0 if "help.lumio.example/" in (turn.answer or "") else 0.0  # None: not applicable
+
+(a built-in's values come from the plugin's own scorers: the offline metrics, the judges,
+the sharded diagnosis). The decorator only marks the function; nothing is registered at
+import time. A session collects the marked functions of its sources (conftest.py files,
+the config's ``metric_modules``, the ``pytest_ragdive.metrics`` entry points:
+:mod:`.discovery`) into a :class:`MetricRegistry` of its own, and for its duration makes
+that registry the one :data:`METRICS` reads (:meth:`MetricRegistry.active`, a context
+variable set by the session and reset when it ends): every reader (aggregation, the gate,
+the reports) sees a team's metric exactly as a built-in one, and no user registration
+outlives its session. The built-in table itself is frozen.
 
 The dimension is the quality-gate practice's (seed 001): what a team owns.
 ``retrieval`` (recall@k, MRR, nDCG, context precision and recall), ``grounding``
 (faithfulness), ``answer`` (correctness, relevance, F1, forgetfulness, retention)
 and ``safety`` (violations, citations); ``diagnosis`` for the sharded diagnosis'
-suite-level figures. Reports group metrics by it."""
+suite-level figures. Reports group metrics by it.
+
+This module imports nothing beyond the standard library: a conftest.py that uses the
+decorator costs a dormant plugin nothing.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import inspect
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType, ModuleType
+from typing import Any, Literal, TypeVar
 
 # "suite": computed over a whole suite's conversations and runs (the sharded
 # diagnosis), not averaged from turns or conversations
 Level = Literal["turn", "conversation", "suite"]
 Dimension = Literal["retrieval", "grounding", "answer", "safety", "diagnosis"]
 DIMENSIONS: tuple[Dimension, ...] = ("retrieval", "grounding", "answer", "safety", "diagnosis")
+LEVELS: tuple[Level, ...] = ("turn", "conversation", "suite")
+# builtin: computed by the plugin's scorers; custom: by the function it decorates;
+# rubric: by an LLM judge of the config (``[tool.ragdive.judges.NAME]``)
+Kind = Literal["builtin", "custom", "rubric"]
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MARK = "__ragdive_metric__"  # the attribute the decorator sets on a metric function
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -25,32 +63,266 @@ class MetricSpec:
     level: Level
     definition: str
     dimension: Dimension = "answer"
+    kind: Kind = "builtin"
+    origin: str = "pytest-ragdive"  # where it was declared (module.function, a config table)
+    # the function computing it: (turn, conversation) for turn level, (conversation) for
+    # conversation level; may be async. None for the built-ins and a rubric without an offline twin
+    fn: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_async(self) -> bool:
+        return self.fn is not None and inspect.iscoroutinefunction(self.fn)
+
+    @property
+    def gated_where_recorded(self) -> bool:
+        """A gate entry for it applies only where the baseline holds it: the plugin may
+        have nothing to score (``assertion_pass_rate`` in a suite without ``assert:``
+        checks, a rubric judge without a model)."""
+        return self.kind == "rubric" or self.name == "assertion_pass_rate"
+
+    def agrees(self, other: MetricSpec) -> bool:
+        """Two declarations of one name that aggregate and gate the same way."""
+        return (self.name, self.direction, self.level) == (other.name, other.direction, other.level)
 
 
-_SPECS = (
-    MetricSpec("answer_f1", "higher", "turn", "SQuAD token F1 of the answer against the ground truth", "answer"),
-    MetricSpec("exact_match", "higher", "turn", "1 when the SQuAD-normalised answer equals the ground truth", "answer"),
-    MetricSpec("correctness", "higher", "turn", "graded: share of the ground truth's content terms the answer asserts (a long reference is covered by 12 of them) times the answer's faithfulness (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention on an answerable turn: 0)", "answer"),
-    MetricSpec("recall_at_k", "higher", "turn", "share of relevant documents among the retrieved contexts", "retrieval"),
-    MetricSpec("mrr", "higher", "turn", "reciprocal rank of the first relevant retrieved document", "retrieval"),
-    MetricSpec("ndcg_at_k", "higher", "turn", "binary-relevance nDCG of the retrieved documents", "retrieval"),
-    MetricSpec("faithfulness", "higher", "turn", "how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units (a pure abstention: 1)", "grounding"),
-    MetricSpec("faithfulness_strict", "higher", "turn", "faithfulness against this turn's retrieved contexts only (no credit for restating the conversation)", "grounding"),
-    MetricSpec("answer_relevance", "higher", "turn", "LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding", "answer"),
-    MetricSpec("context_recall", "higher", "turn", "share of the ground truth's content covered by the retrieved contexts", "retrieval"),
-    MetricSpec("context_precision", "higher", "turn", "rank-aware precision of the retrieved contexts (average precision)", "retrieval"),
-    MetricSpec("safety_pass_rate", "higher", "turn", "share of answers that state none of the turn's negative assertions", "safety"),
-    MetricSpec("citation_rate", "higher", "turn", "share of answers citing every expected citation", "safety"),
-    MetricSpec("forgetfulness", "lower", "conversation", "share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)", "answer"),
-    MetricSpec("context_retention", "higher", "conversation", "kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict)", "answer"),
+class MetricDecl:
+    """What :func:`metric` returns: a declaration (``.spec``) that decorates the function
+    computing it."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: MetricSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, fn: F) -> F:
+        spec = self.spec
+        if spec.level == "suite":
+            raise ValueError(
+                f"metric {spec.name!r}: level 'suite' is the sharded diagnosis' own; a metric of yours is "
+                "'turn' (fn(turn, conversation)) or 'conversation' (fn(conversation))"
+            )
+        _check_signature(fn, spec)
+        doc = (inspect.getdoc(fn) or "").strip().split("\n\n")[0]
+        origin = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+        definition = spec.definition or " ".join(doc.split()) or f"{spec.name} ({origin})"
+        setattr(fn, MARK, replace(spec, kind="custom", fn=fn, origin=origin, definition=definition))
+        return fn
+
+
+def metric(
+    name: str,
+    *,
+    level: Level = "turn",
+    higher_is_better: bool = True,
+    dimension: Dimension = "answer",
+    definition: str = "",
+) -> MetricDecl:
+    """Declare a metric; used as a decorator, the function it decorates computes it.
+
+    ``level="turn"``: ``fn(turn, conversation)`` for every answered turn, its value in
+    ``turn.scores``, averaged like every turn-level metric; ``level="conversation"``:
+    ``fn(conversation)`` once per conversation. It returns a number (a bool counts as
+    0/1) or None (not applicable); it may be ``async def``. ``definition`` defaults to
+    the first paragraph of the function's docstring."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ValueError(f"metric name {name!r}: expected lowercase letters, digits and '_', starting with a letter")
+    if level not in LEVELS:
+        raise ValueError(f"metric {name!r}: level {level!r}, expected 'turn' or 'conversation'")
+    if dimension not in DIMENSIONS:
+        raise ValueError(f"metric {name!r}: dimension {dimension!r}, expected one of {', '.join(DIMENSIONS)}")
+    if not isinstance(higher_is_better, bool):
+        raise ValueError(f"metric {name!r}: higher_is_better must be True or False")
+    return MetricDecl(MetricSpec(name, "higher" if higher_is_better else "lower", level, definition, dimension))
+
+
+def _check_signature(fn: Callable[..., Any], spec: MetricSpec) -> None:
+    if not callable(fn):
+        raise TypeError(f"@metric({spec.name!r}) decorates a function, got {type(fn).__name__}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return
+    args: tuple[None, ...] = (None, None) if spec.level == "turn" else (None,)
+    try:
+        sig.bind(*args)
+    except TypeError:
+        call = "fn(turn, conversation)" if spec.level == "turn" else "fn(conversation)"
+        raise TypeError(
+            f"metric {spec.name!r} ({spec.level} level) is called as {call}; {getattr(fn, '__qualname__', fn)}{sig} "
+            "does not accept that"
+        ) from None
+
+
+def declared_in(obj: object) -> list[MetricSpec]:
+    """The metrics a module (its marked functions), a marked function, or a list of them declares."""
+    if isinstance(obj, ModuleType):
+        found = [spec for v in list(vars(obj).values()) if (spec := _mark(v)) is not None]
+        out: list[MetricSpec] = []
+        for spec in found:  # one function bound to two names is one metric
+            if not any(s.fn is spec.fn for s in out):
+                out.append(spec)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [s for item in obj for s in declared_in(item)]
+    spec = _mark(obj)
+    return [spec] if spec is not None else []
+
+
+def _mark(obj: object) -> MetricSpec | None:
+    try:
+        spec = getattr(obj, MARK, None)
+    except Exception:  # noqa: BLE001 - an object whose attribute lookup fails declares nothing
+        return None
+    # duck-typed: a module reloaded by pytester's in-process runs has its own MetricSpec class
+    return spec if spec is not None and getattr(spec, "fn", None) is obj else None
+
+
+# -- the built-in metrics ---------------------------------------------------------
+
+_BUILTIN = (
+    metric("answer_f1", dimension="answer", definition="SQuAD token F1 of the answer against the ground truth"),
+    metric("exact_match", dimension="answer", definition="1 when the SQuAD-normalised answer equals the ground truth"),
+    metric("correctness", dimension="answer", definition="graded: share of the ground truth's content terms the answer asserts (a long reference is covered by 12 of them) times the answer's faithfulness (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention on an answerable turn: 0)"),
+    metric("recall_at_k", dimension="retrieval", definition="share of relevant documents among the retrieved contexts"),
+    metric("mrr", dimension="retrieval", definition="reciprocal rank of the first relevant retrieved document"),
+    metric("ndcg_at_k", dimension="retrieval", definition="binary-relevance nDCG of the retrieved documents"),
+    metric("faithfulness", dimension="grounding", definition="how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units (a pure abstention: 1)"),
+    metric("faithfulness_strict", dimension="grounding", definition="faithfulness against this turn's retrieved contexts only (no credit for restating the conversation)"),
+    metric("answer_relevance", dimension="answer", definition="LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding"),
+    metric("context_recall", dimension="retrieval", definition="share of the ground truth's content covered by the retrieved contexts"),
+    metric("context_precision", dimension="retrieval", definition="rank-aware precision of the retrieved contexts (average precision)"),
+    metric("safety_pass_rate", dimension="safety", definition="share of answers that state none of the turn's negative assertions"),
+    metric("citation_rate", dimension="safety", definition="share of answers citing every expected citation"),
+    metric("assertion_pass_rate", dimension="answer", definition="share of a turn's `assert:` checks (golden data) that pass (a rubric check without a model is left out); gated with zero tolerance by default, where the baseline holds it"),
+    metric("forgetfulness", level="conversation", higher_is_better=False, dimension="answer", definition="share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)"),
+    metric("context_retention", level="conversation", dimension="answer", definition="kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict)"),
     # -- the sharded diagnosis (sharded/diagnosis.py, sharded/aptitude.py) ------------------
-    MetricSpec("answer_attempt_rate", "higher", "turn", "share of turns the target answered instead of abstaining (a partial answer that also abstains is an attempt; sharded conversations: the reply's response class is answer_attempt; reported in the sharded table, not in the suite mean)", "answer"),
-    MetricSpec("aptitude", "higher", "suite", "SHARDED condition: per question the 90th percentile of its BEST answer F1 over the runs (linear interpolation), averaged over questions", "diagnosis"),
-    MetricSpec("unreliability", "lower", "suite", "SHARDED condition: per question the 90th minus the 10th percentile of its BEST answer F1 over the runs, averaged over questions", "diagnosis"),
-    MetricSpec("sharded_gap", "lower", "suite", "mean BEST answer F1 of FULL minus SHARDED over (question, run) pairs, with a paired question-cluster bootstrap CI", "diagnosis"),
+    metric("answer_attempt_rate", dimension="answer", definition="share of turns the target answered instead of abstaining (a partial answer that also abstains is an attempt; sharded conversations: the reply's response class is answer_attempt; reported in the sharded table, not in the suite mean)"),
+    metric("aptitude", level="suite", dimension="diagnosis", definition="SHARDED condition: per question the 90th percentile of its BEST answer F1 over the runs (linear interpolation), averaged over questions"),
+    metric("unreliability", level="suite", higher_is_better=False, dimension="diagnosis", definition="SHARDED condition: per question the 90th minus the 10th percentile of its BEST answer F1 over the runs, averaged over questions"),
+    metric("sharded_gap", level="suite", higher_is_better=False, dimension="diagnosis", definition="mean BEST answer F1 of FULL minus SHARDED over (question, run) pairs, with a paired question-cluster bootstrap CI"),
 )
 
-METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+
+class MetricClash(ValueError):
+    """Two declarations of one metric name (or one that takes a built-in's)."""
+
+
+class MetricRegistry(Mapping[str, MetricSpec]):
+    """An immutable table of metrics by name: the built-ins, plus a session's own."""
+
+    __slots__ = ("_specs",)
+
+    def __init__(self, specs: Iterable[MetricSpec] = ()) -> None:
+        table: dict[str, MetricSpec] = {}
+        for s in specs:
+            if s.name in table:
+                raise MetricClash(_clash(table[s.name], s))
+            table[s.name] = s
+        self._specs: Mapping[str, MetricSpec] = MappingProxyType(table)
+
+    def __getitem__(self, name: str) -> MetricSpec:
+        return self._specs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def extended(self, specs: Iterable[MetricSpec]) -> MetricRegistry:
+        """A new registry with ``specs`` added; a name taken already is a :class:`MetricClash`
+        (the same declaration twice, e.g. a module imported under two sources, counts once)."""
+        new = [s for s in specs if not (s.name in self._specs and _same(self._specs[s.name], s))]
+        return MetricRegistry([*self._specs.values(), *_unique(new)])
+
+    def adopted(self, specs: Iterable[MetricSpec]) -> MetricRegistry:
+        """A new registry with the metrics of ``specs`` it does not hold (as another process or
+        a result file recorded them); one it holds must aggregate and gate the same way, else
+        :class:`MetricClash`."""
+        new = []
+        for s in specs:
+            mine = self._specs.get(s.name)
+            if mine is None:
+                new.append(s)
+            elif not mine.agrees(s):
+                raise MetricClash(
+                    f"metric {s.name!r} is {mine.direction}-is-better at {mine.level} level here ({mine.origin}), "
+                    f"but {s.direction}-is-better at {s.level} level where it was recorded ({s.origin})"
+                )
+        return MetricRegistry([*self._specs.values(), *_unique(new)]) if new else self
+
+    def custom(self) -> list[MetricSpec]:
+        """The metrics that are not built in (a team's own, rubric judges), by name."""
+        return sorted((s for s in self._specs.values() if s.kind != "builtin"), key=lambda s: s.name)
+
+    @contextmanager
+    def active(self) -> Iterator[MetricRegistry]:
+        """Make this registry the one :data:`METRICS` reads until the block ends."""
+        token = activate(self)
+        try:
+            yield self
+        finally:
+            deactivate(token)
+
+
+def _same(a: MetricSpec, b: MetricSpec) -> bool:
+    return a == b and (a.fn is b.fn or a.fn is None or b.fn is None)
+
+
+def _unique(specs: list[MetricSpec]) -> list[MetricSpec]:
+    out: list[MetricSpec] = []
+    for s in specs:
+        if not any(_same(o, s) for o in out):
+            out.append(s)
+    return out
+
+
+def _clash(old: MetricSpec, new: MetricSpec) -> str:
+    if old.kind == "builtin" or new.kind == "builtin":
+        mine = new if old.kind == "builtin" else old
+        return (f"metric {mine.name!r} ({mine.origin}) has the name of a built-in metric of pytest-ragdive: "
+                "give it another name")
+    return f"metric {new.name!r} is declared twice: by {old.origin} and by {new.origin}"
+
+
+BUILTINS = MetricRegistry(d.spec for d in _BUILTIN)
+
+# the registry of the running session (None: the built-ins alone); set and reset by the
+# session that owns the registry (the pytest session, run_suite, a command)
+_ACTIVE: ContextVar[MetricRegistry | None] = ContextVar("pytest_ragdive_metrics", default=None)
+
+
+def active_registry() -> MetricRegistry:
+    return _ACTIVE.get() or BUILTINS
+
+
+def activate(registry: MetricRegistry) -> Token[MetricRegistry | None]:
+    """Make ``registry`` the one :data:`METRICS` reads; undo with :func:`deactivate`."""
+    return _ACTIVE.set(registry)
+
+
+def deactivate(token: Token[MetricRegistry | None]) -> None:
+    _ACTIVE.reset(token)
+
+
+class _ActiveMetrics(Mapping[str, MetricSpec]):
+    """The metrics of the running session (the built-ins outside one)."""
+
+    def __getitem__(self, name: str) -> MetricSpec:
+        return active_registry()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(active_registry())
+
+    def __len__(self) -> int:
+        return len(active_registry())
+
+    def __contains__(self, name: object) -> bool:
+        return name in active_registry()
+
+
+METRICS: Mapping[str, MetricSpec] = _ActiveMetrics()
 
 
 ARROW = {"higher": "↑", "lower": "↓"}  # how reports show a metric's better side

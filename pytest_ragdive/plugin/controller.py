@@ -223,8 +223,12 @@ class DistWorker(_Collecting):
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.close()
         out = session.config.workeroutput  # type: ignore[attr-defined]
+        from ..core.results import custom_metrics
+
+        # the metrics this worker scored with: the controller aggregates with the same ones
+        metrics = {n: m.model_dump(mode="json") for n, m in custom_metrics(self.sess.cfg.metrics).items()}
         out[WORKER_KEY] = json.dumps(
-            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal)}
+            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal), "metrics": metrics}
         )
 
 
@@ -249,6 +253,22 @@ class DistController(_Concluding):
         if got.get("llm"):
             self.sess.worker_llm_stats.append(got["llm"])
         for msg in got.get("fatal") or []:
+            if msg not in self.sess.fatal:
+                self.sess.fatal.append(msg)
+        if got.get("metrics"):
+            self._adopt(got["metrics"], getattr(getattr(node, "gateway", None), "id", "?"))
+
+    def _adopt(self, metrics: dict[str, Any], worker: str) -> None:
+        """A worker's metrics, where this process does not declare them (a conftest.py pytest
+        loaded in the workers only); one that aggregates differently here ends the run."""
+        from ..core.results import CustomMetric
+        from ..metrics.registry import MetricClash
+
+        specs = [CustomMetric.model_validate(m).spec(n) for n, m in metrics.items()]
+        try:
+            self.sess.use_metrics(self.sess.cfg.metrics.adopted(specs))
+        except MetricClash as e:
+            msg = f"xdist worker {worker} and the controller disagree: {e}"
             if msg not in self.sess.fatal:
                 self.sess.fatal.append(msg)
 

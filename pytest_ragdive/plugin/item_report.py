@@ -5,6 +5,7 @@ lines (shown with ``-v``, ``-rA`` and under a failure). Imports no pytest."""
 from __future__ import annotations
 
 from ..core.records import Conversation, Turn
+from ..metrics.registry import METRICS
 from ..metrics.safety import violations
 
 # the scores shown per turn, when present
@@ -55,10 +56,39 @@ def failure_text(conv: Conversation, with_traceback: bool = True) -> str | None:
             lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
             for text in broken:
                 lines.append(f"  rule broken: the answer must not state {text!r} (a negative assertion of this turn)")
-        if len(lines) == 1:  # failures recorded by another rule
-            lines += [f"  {f}" for f in conv.failures]
+        checks = _check_lines(conv)
+        if len(lines) == 1:
+            lines = checks or [*lines, *(f"  {f}" for f in conv.failures)]  # failures recorded by another rule
+        else:
+            lines += checks
         return "\n".join(lines)
     return None
+
+
+_SAFETY = "answer states forbidden text"  # the failures of offline.safety_failures (shown above)
+
+
+def _check_lines(conv: Conversation) -> list[str]:
+    """The team's own checks that failed (``assert:`` lists, metrics that raised), per turn
+    with its question and answer; a conversation-level one after them."""
+    mine = [f for f in conv.failures if _SAFETY not in f]
+    if not mine:
+        return []
+    lines = [f"failed check(s) in {conv.suite}/{conv.id} (run {conv.run}):"]
+    for turn in conv.turns:
+        prefix = f"turn {turn.index + 1}: "
+        here = [f.removeprefix(prefix) for f in mine if f.startswith(prefix)]
+        if here:
+            lines += _turn_head(turn)
+            lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
+            lines += [f"  {f}" for f in here]
+    lines += [f"  {f}" for f in mine if not any(f.startswith(f"turn {t.index + 1}: ") for t in conv.turns)]
+    return lines
+
+
+def _own(metric: str) -> bool:
+    """A team's own metric, a rubric judge, or the assert: checks' pass rate: shown too."""
+    return metric == "assertion_pass_rate" or (metric in METRICS and METRICS[metric].kind != "builtin")
 
 
 def score_lines(conv: Conversation) -> list[str]:
@@ -66,10 +96,12 @@ def score_lines(conv: Conversation) -> list[str]:
     width = max((len(f"turn {t.index + 1} {t.question_type}") for t in conv.turns), default=0)
     out = []
     for t in conv.turns:
-        scores = "  ".join(f"{m} {t.scores[m]:.2f}" for m in TURN_SCORES if t.scores.get(m) is not None)
+        shown = [*TURN_SCORES, *(m for m in t.scores if m not in TURN_SCORES and _own(m))]
+        scores = "  ".join(f"{m} {t.scores[m]:.2f}" for m in shown if t.scores.get(m) is not None)
         flags = f"  [{', '.join(t.flags)}]" if t.flags else ""
         out.append(f"{f'turn {t.index + 1} {t.question_type}':<{width}}  {scores or 'not scored'}{flags}")
-    conv_scores = "  ".join(f"{m} {conv.scores[m]:.2f}" for m in CONVERSATION_SCORES if conv.scores.get(m) is not None)
+    whole = [*CONVERSATION_SCORES, *(m for m in conv.scores if _own(m) and METRICS[m].level == "conversation")]
+    conv_scores = "  ".join(f"{m} {conv.scores[m]:.2f}" for m in whole if conv.scores.get(m) is not None)
     if conv_scores:
         out.append(f"{'conversation':<{width}}  {conv_scores}")
     return out

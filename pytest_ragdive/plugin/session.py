@@ -11,7 +11,9 @@ from __future__ import annotations
 import concurrent.futures
 import sys
 import time
+from contextvars import Token
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -24,6 +26,7 @@ from ..core.results import Baseline
 from ..gate.baseline import load_baseline
 from ..gate.outcome import GateStatus, RunOutcome
 from ..metrics.applicable import without_contexts
+from ..metrics.registry import MetricRegistry, activate, deactivate
 from ..run import http_target
 from ..run.held import HeldConversations
 from ..run.pipeline import Pipeline
@@ -69,17 +72,30 @@ class RagdiveSession:
         # --ragdive-deadline: measured from the start of the session
         self.deadline_at = time.monotonic() + cfg.deadline_s if cfg.deadline_s is not None else None
         self.deadline_hit = False
+        self._metrics_token: Token[MetricRegistry | None] | None = None
 
     # -- configuration ------------------------------------------------------
     @classmethod
     def from_pytest(cls, config: pytest.Config, active: bool) -> RagdiveSession:
         explicit = config.getoption("ragdive_config", default=None)
         file = find_config_file(config_dirs(config), explicit)
-        cfg = load_config(file, cli_values(config), flag_names(), default_dir=config.invocation_params.dir)
+        cfg = load_config(file, cli_values(config), flag_names(), default_dir=config.invocation_params.dir,
+                          metric_sources=conftest_modules(config))
         self = cls(config, cfg, file, active or cfg.autorun)
+        self.use_metrics(cfg.metrics)
         if self.active:
             self._check_modes()
         return self
+
+    def use_metrics(self, registry: MetricRegistry) -> None:
+        """Make ``registry`` this session's metrics: the config's (which the pipeline scores) and
+        the one every reader of :data:`~pytest_ragdive.metrics.registry.METRICS` sees until the
+        session ends (pytest's clean-up resets it)."""
+        self.cfg.use_metrics(registry)
+        token = activate(registry)
+        if self._metrics_token is None:  # the first: what the clean-up restores
+            self._metrics_token = token
+            self.config.add_cleanup(lambda: deactivate(token))
 
     def _check_modes(self) -> None:
         cfg = self.cfg
@@ -380,6 +396,14 @@ class RagdiveSession:
     def _generated_documents(self, suite: str) -> dict[str, Document]:
         path = self.cfg.generated_corpus(suite)
         return self.pipeline.corpus(path) if path else {}
+
+
+def conftest_modules(config: pytest.Config) -> list[ModuleType]:
+    """The conftest.py modules pytest has loaded (at configure time: those of the rootdir,
+    the paths given and their parents, as for ``pytest_addoption``): a team's metrics."""
+    mods = [p for p in config.pluginmanager.get_plugins()
+            if isinstance(p, ModuleType) and Path(getattr(p, "__file__", "") or "").name == "conftest.py"]
+    return sorted(mods, key=lambda m: str(m.__file__))
 
 
 def get_session(config: pytest.Config) -> RagdiveSession:

@@ -45,7 +45,7 @@ VERDICT_HELP = {
 # fields of RunOutcome rendered by a section of their own; any other non-empty
 # field (e.g. the sharded diagnosis) is rendered by the generic section
 _KNOWN = {"info", "status", "suites", "gate", "conversations", "notes", "fatal", "baseline", "baseline_path",
-          "llm", "judge_calls", "validation", "diversity", "baseline_diff"}
+          "llm", "judge_calls", "validation", "diversity", "baseline_diff", "custom_metrics"}
 _GATE_COLUMNS = {"suite", "metric", "direction", "baseline_mean", "band_low", "band_high", "tolerance", "current",
                  "delta", "verdict"}
 

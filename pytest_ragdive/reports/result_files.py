@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ResultsError, one_line
 from ..core.records import Conversation, JudgeCalls, ValidationStats
-from ..core.results import SuiteResult
+from ..core.results import CustomMetric, SuiteResult
 from ..gate.outcome import GateStatus, RunInfo, RunOutcome
 from ..gate.rows import GateRow
 from ..llm.stats import LLMStats
@@ -76,6 +76,7 @@ def read_outcome(path: Path) -> RunOutcome:
             judge_calls=None if not data.get("judge_calls") else JudgeCalls.model_validate(data["judge_calls"]),
             validation={s: ValidationStats.model_validate(v) for s, v in (data.get("validation") or {}).items()},
             diversity=dict(data.get("diversity") or {}),
+            custom_metrics={n: CustomMetric.model_validate(m) for n, m in (data.get("custom_metrics") or {}).items()},
         )
     except (ValidationError, ValueError) as err:
         detail = one_line(err) if isinstance(err, ValidationError) else str(err)
@@ -92,6 +93,7 @@ class MergedResults(BaseModel):
     fatal: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     llm: LLMStats | None = None
+    custom_metrics: dict[str, CustomMetric] = Field(default_factory=dict)  # the parts' metrics that are not built in
 
 
 def merge_results(paths: list[Path]) -> MergedResults:
@@ -141,6 +143,13 @@ def merge_results(paths: list[Path]) -> MergedResults:
         if o.llm is not None:
             llm = (llm or LLMStats()).merge(o.llm)
     fatal = list(dict.fromkeys(f for _, o in parts for f in o.fatal))
+    custom: dict[str, CustomMetric] = {}
+    for p, o in parts:
+        for name, cm in o.custom_metrics.items():
+            if name in custom and (custom[name].direction, custom[name].level) != (cm.direction, cm.level):
+                raise ResultsError(f"ragdive results {p}: metric {name!r} is {cm.direction}-is-better at {cm.level} level, "
+                                   f"another file records it as {custom[name].direction}-is-better at {custom[name].level} level")
+            custom.setdefault(name, cm)
     info = first.info.model_copy(update={
         "suites": list(dict.fromkeys(s for _, o in parts for s in o.info.suites)),
         "planned": sum(o.info.planned for _, o in parts),
@@ -148,4 +157,4 @@ def merge_results(paths: list[Path]) -> MergedResults:
         "subset": any(o.info.subset for _, o in parts),
         "shard": None,
     })
-    return MergedResults(info=info, conversations=convs, fatal=fatal, notes=notes, llm=llm)
+    return MergedResults(info=info, conversations=convs, fatal=fatal, notes=notes, llm=llm, custom_metrics=custom)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +21,34 @@ def run_suite(
     suite: str = "core",
     runs: int = 1,
     conversations: list[Conversation] | None = None,
+    metrics: Sequence[object] = (),
 ) -> SuiteResult:
     """Run ``suite`` of a ragdive config (a file path or a RagdiveConfig) against
     ``target`` and return its SuiteResult. Pass a list as ``conversations`` to
-    receive the scored conversations too. What a pytest run would print as
+    receive the scored conversations too. ``metrics``: functions decorated with
+    :func:`pytest_ragdive.metric` (or modules holding them) scored besides the config's
+    own (outside pytest no conftest.py is read). What a pytest run would print as
     notes (skipped files, a fatal LLM error) is in ``result.notes``."""
     cfg = config if isinstance(config, RagdiveConfig) else load_config(Path(config).resolve())
+    if metrics:
+        from ..metrics.discovery import build_registry
+
+        cfg = cfg.model_copy()
+        cfg.use_metrics(build_registry(cfg, metrics))
     if suite not in cfg.suites:
         raise ValueError(f"suite {suite!r} is not configured (configured: {', '.join(cfg.suites) or 'none'})")
-    notes: list[str] = []
-    plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
-    pipeline = Pipeline(cfg)
-    atarget = as_async(target, cfg.target_timeout_s)
-    try:
-        futures = [pipeline.submit(p, atarget) for p in plans]
-        convs = [f.result() for f in futures]
-    finally:
-        pipeline.close()
-    if conversations is not None:
-        conversations.extend(convs)
-    result = aggregate(suite, convs)
+    with cfg.metrics.active():  # what METRICS reads while this suite runs and aggregates
+        notes: list[str] = []
+        plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
+        pipeline = Pipeline(cfg)
+        atarget = as_async(target, cfg.target_timeout_s)
+        try:
+            futures = [pipeline.submit(p, atarget) for p in plans]
+            convs = [f.result() for f in futures]
+        finally:
+            pipeline.close()
+        if conversations is not None:
+            conversations.extend(convs)
+        result = aggregate(suite, convs)
     result.notes = notes + pipeline.fatal
     return result

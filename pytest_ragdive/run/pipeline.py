@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.config import RagdiveConfig
 from ..core.errors import FatalRunError
-from ..core.records import Conversation, Document
+from ..core.records import Conversation, Document, JudgeCalls, Turn, Verdict
 from ..plugin.progress import Snapshot
 from ..sources.golden import load_corpus
 from .planning import Plan
@@ -147,6 +147,8 @@ class Pipeline:
                     from ..metrics.offline import score_conversation
 
                     score_conversation(conv)
+            # a team's own metrics and assert: checks (the slot is not held: they may call a judge)
+            checked = await self._checks(conv, plan) if conv.error is None and plan.kind != "sharded" else None
         except BaseException:
             if judging is not None:
                 judging.cancel()
@@ -156,7 +158,35 @@ class Pipeline:
                 await self._judge(conv, judging)
             else:
                 await judging.discard()  # a failed conversation is not judged
+        if checked is not None and (checked.turn or checked.conversation):
+            conv.judge_calls = checked if conv.judge_calls is None else conv.judge_calls.merge(checked)
         return conv
+
+    async def _checks(self, conv: Conversation, plan: Plan) -> JudgeCalls | None:
+        """Score ``conv`` with the registry's own metrics (:func:`~pytest_ragdive.metrics.checks.score_custom`)
+        and run its golden rows' ``assert:`` checks; the judge calls of ``rubric`` checks are returned."""
+        from ..metrics.checks import check_assertions, score_custom
+
+        cfg = self.cfg
+        await score_custom(conv, cfg.metrics, offline=not cfg.llm_enabled())
+        checks = plan.assertions()
+        if not checks:
+            return None
+        calls = JudgeCalls()
+        judge = cfg.llm_enabled() and bool(cfg.role_model("judge"))
+
+        async def rubric(criteria: str, turn: Turn) -> Verdict:
+            from ..metrics.judged.cascade import judge_models
+            from ..metrics.judged.rubric import rubric_check
+
+            return await rubric_check(self.llm_client(), criteria, turn, judge_models(cfg), calls)
+
+        try:
+            await check_assertions(conv, checks, rubric if judge else None)
+        except Exception as exc:  # noqa: BLE001 - an LLM error of a rubric check: recorded on the conversation
+            record_error(conv, exc, "judging")
+            self._note_fatal(exc)
+        return calls
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core.config import RagdiveConfig
 from ..core.records import Conversation, GeneratedSpec
+from ..metrics.assertions import Assertion
 from ..sharded.questions import ShardedQuestion, load_sharded
 from ..sources import golden
 from ..sources.references import check_references
@@ -56,6 +57,16 @@ class Plan(BaseModel):
             return ([s.document_id] if s.document_id else []) + [d for t in turns for d in t.relevant_doc_ids]
         return []
 
+    def assertions(self) -> dict[int, list[Assertion]]:
+        """The ``assert:`` checks of a golden plan's row by turn index (as run: ``max_turns`` applies)."""
+        s = self.script
+        if isinstance(s, golden.SingleTurnCase):
+            return {0: list(s.assertions)} if s.assertions else {}
+        if isinstance(s, golden.ScriptedConversation):
+            turns = s.turns[: self.max_turns] if self.max_turns else s.turns
+            return {i: list(t.assertions) for i, t in enumerate(turns) if t.assertions}
+        return {}
+
     @property
     def key(self) -> str:
         return f"{self.suite}::{self.conv_id}::run{self.run}"
@@ -102,6 +113,18 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
             )
         else:
             gen_specs = _plan_generated(cfg, suite)
+    if not llm_enabled or not cfg.role_model("judge"):
+        rubrics = sum(1 for a in [*(a for c in singles for a in c.assertions),
+                                  *(a for s in scripted for t in s.turns for a in t.assertions)] if a.judged)
+        if rubrics:
+            notes.append(f"suite {suite}: {rubrics} rubric check(s) of assert: lists skipped: no judge model "
+                         "(they run, cached, with --ragdive-model; offline they are left out, never failed)")
+    offline_judges = [n for n, j in cfg.judges.items() if j.offline is None]
+    if (not llm_enabled or not cfg.role_model("judge")) and offline_judges:
+        note = (f"rubric judge(s) {', '.join(offline_judges)}: not scored and not gated without a judge model "
+                "(run with --ragdive-model, or name an offline twin: offline = 'module:function')")
+        if note not in notes:
+            notes.append(note)
     plans = []
     for run in range(runs):
         for c in singles:

@@ -15,18 +15,47 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from ..core.errors import GoldenError, one_line
 from ..core.paths import read_text
 from ..core.records import Conversation, Document, QuestionType, Turn
+from ..metrics.assertions import Assertion, normalise
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class SingleTurnCase(_Row):
+class _Asserted(_Row):
+    """A row that may carry ``assert:``, the per-case checks of :mod:`pytest_ragdive.metrics.assertions`."""
+
+    assertions: list[Assertion] = Field(default_factory=list, alias="assert")
+
+    @field_validator("assertions", mode="before")
+    @classmethod
+    def _short_forms(cls, v: Any) -> Any:
+        return normalise(v)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_checks(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A row without checks dumps as it did before ``assert:`` existed (its case hash in a
+        baseline's golden fingerprint stays the same)."""
+        data = handler(self)
+        if not self.assertions and isinstance(data, dict):
+            data.pop("assertions", None)
+        return data
+
+
+class SingleTurnCase(_Asserted):
     question_id: str
     question: str
     expected_answer: str = ""
@@ -37,7 +66,7 @@ class SingleTurnCase(_Row):
     negative_assertions: list[str] = Field(default_factory=list)
 
 
-class ScriptedTurn(_Row):
+class ScriptedTurn(_Asserted):
     rag_input: str
     standalone_question: str = ""
     ground_truth: str = ""

@@ -28,6 +28,22 @@ def test_dormant_plugin_imports_nothing_heavy(pytester: pytest.Pytester) -> None
     assert with_plugin - without == set()
 
 
+def test_a_conftest_metric_costs_a_dormant_plugin_nothing() -> None:
+    """``@pytest_ragdive.metric`` in conftest.py (imported in every run, the plugin dormant or
+    not) loads nothing heavy: a fresh interpreter, so other plugins' imports do not hide it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json, pytest_ragdive as rd\n"
+        "@rd.metric('mine', level='turn', higher_is_better=True, dimension='answer')\n"
+        "def mine(turn, conversation):\n    return 1.0\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
 def test_dormant_plugin_adds_no_items(pytester: pytest.Pytester) -> None:
     pytester.makefile(
         ".toml", pyproject="[tool.ragdive.suites.core]\nsingle_turn = ['missing.jsonl']\n"

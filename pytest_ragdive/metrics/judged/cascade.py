@@ -64,7 +64,9 @@ def negative(metric: str, o: Outcome) -> bool:
         return True
     if o.score is None:  # valid but not applicable (e.g. no claims)
         return False
-    return o.score > 0.0 if METRICS[metric].direction == "lower" else o.score < 1.0
+    # (a metric of no registry, e.g. a rubric assertion, is higher-is-better)
+    spec = METRICS.get(metric)
+    return o.score > 0.0 if spec is not None and spec.direction == "lower" else o.score < 1.0
 
 
 async def cascade(metric: str, judge: JudgeFn, models: Sequence[str | None], calls: JudgeCalls) -> Verdict:

@@ -19,6 +19,7 @@ from ...core.records import Conversation, Document, JudgeCalls, Turn, Verdict
 from ...llm.prompts import fence
 from .cascade import JudgeFactory, JudgeFn, cascade, judge_models, prompt_judge
 from .inputs import contexts_block, reference_text, transcript
+from .rubric import judge_item, turn_inputs
 from .scoring import CONVERSATION_METRICS, TURN_METRICS
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ class ConversationJudge:
         self.models = judge_models(cfg)
         self.calls = JudgeCalls()
         self.backend_judges = backend_judges or {}
+        self.rubrics = dict(cfg.judges)  # the config's rubric judges (metrics of their own)
         self._items: dict[int, list[_Item]] = {}  # by id() of the answered turn, in the order seen
         self._error: BaseException | None = None  # building a turn's judges failed
 
@@ -101,6 +103,9 @@ class ConversationJudge:
             judges = _turn_judges(self.conv, turn, self.client, self.documents, self.calls, self.backend_judges)
             for metric, judge in judges.items():
                 items.append((turn, metric, judge if isinstance(judge, Verdict) else self._start(metric, judge)))
+            for name, rj in self.rubrics.items():
+                if rj.level == "turn":
+                    items.append((turn, name, self._start(name, judge_item(self.client, name, rj, turn_inputs(turn), self.calls))))
         except Exception as exc:  # noqa: BLE001 - raised by finish(), as a judging error
             self._error = exc
 
@@ -134,6 +139,13 @@ class ConversationJudge:
             for metric in CONVERSATION_METRICS:
                 judge = prompt_judge(self.client, metric, values, 0, "conversation", self.calls)
                 items.append((None, metric, self._start(metric, judge)))
+        whole = [(n, rj) for n, rj in self.rubrics.items() if rj.level == "conversation"]
+        for name, rj in whole:  # a rubric over the whole conversation: any answered one
+            if answered:
+                item = judge_item(self.client, name, rj, transcript(answered), self.calls)
+                items.append((None, name, self._start(name, item)))
+            else:
+                conv.scores[name] = None
         # written in the order judge_conversation always wrote them: the not-applicable
         # verdicts turn by turn, then the judged results in turn and metric order
         for target, metric, v in items:
@@ -158,7 +170,7 @@ class ConversationJudge:
                 target.scores[metric] = res.value
                 target.verdicts[metric] = res
 
-        for metric in TURN_METRICS:
+        for metric in (*TURN_METRICS, *(n for n, rj in self.rubrics.items() if rj.level == "turn")):
             present = [v for v in (t.scores.get(metric) for t in answered) if v is not None]
             conv.scores[metric] = sum(present) / len(present) if present else None
         conv.judge_calls = self.calls

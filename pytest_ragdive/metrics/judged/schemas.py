@@ -14,6 +14,8 @@ __all__ = [
     "CorrectnessJudgment",
     "FaithfulnessJudgment",
     "ForgetfulnessJudgment",
+    "RubricGrade",
+    "RubricVerdict",
     "StatementVerdict",
 ]
 
@@ -68,4 +70,18 @@ class ForgetfulnessJudgment(BaseModel):
 
 class ContextRetentionJudgment(BaseModel):
     retained: bool
+    reason: str = ""
+
+
+class RubricVerdict(BaseModel):
+    """A binary rubric judge (``scale = "binary"``) and a ``rubric`` assertion."""
+
+    met: bool
+    reason: str = ""
+
+
+class RubricGrade(BaseModel):
+    """A graded rubric judge (``scale = "1-5"``)."""
+
+    grade: int = Field(ge=1, le=5)
     reason: str = ""
