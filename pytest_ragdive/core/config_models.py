@@ -149,6 +149,12 @@ class SuiteConfig(Strict):
     # a target that marks its answers with an "Answer:" line: an unmarked reply is discussion
     sharded_answer_line: bool = False
     sharded_judge: bool = False  # rescore each extracted answer with the binary correctness judge (LLM)
+    sharded_simulator_temperature: float = Field(
+        1.0, ge=0.0, le=2.0, description="temperature of the shard simulator (the LLM user); the source uses 1.0"
+    )
+    sharded_simulator_max_tokens: int | None = Field(
+        200, ge=1, description="output-token cap of each shard-simulator message (the source: 200); null: no cap"
+    )
 
 
 GATE_POLICY_KEYS = ("method", "inconclusive", "unstable_spread")

@@ -172,7 +172,8 @@ class Pipeline:
 
             client = self.llm_client()
             if self.cfg.role_model("simulator"):
-                simulator = ShardSimulator(client, plan.run)
+                simulator = ShardSimulator(client, plan.run, temperature=sc.sharded_simulator_temperature,
+                                           max_tokens=sc.sharded_simulator_max_tokens)
             if self.cfg.role_model("classifier"):
                 classifier = LLMClassifier(client)
             if sc.sharded_judge and self.cfg.role_model("judge"):
