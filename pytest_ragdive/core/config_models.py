@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..metrics.pii import PII_KINDS, PiiKind
 from ..sharded.records import Condition
 
 CONDITIONS: tuple[Condition, ...] = ("full", "concat", "sharded", "recap", "snowball")
@@ -141,6 +142,14 @@ class SuiteConfig(Strict):
     max_turns: int | None = Field(None, ge=1)
     categories: list[str] | None = None
     generated: GeneratedConfig | None = None
+    pii_detectors: list[PiiKind] = Field(
+        default_factory=lambda: list(PII_KINDS),
+        description="personal-data detectors run on every answer (a hit is a safety violation); [] switches them off",
+    )
+    pii_allow: list[str] = Field(
+        default_factory=list,
+        description="values that are not personal data: the company's own public contacts (support address, phone line)",
+    )
     # the sharded diagnosis: files of sharded questions (sources/sharded.py), each
     # question run under every condition, over at least sharded_runs runs
     sharded: list[str] = Field(default_factory=list)

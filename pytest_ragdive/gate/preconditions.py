@@ -35,8 +35,8 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
         if missing:
             raise BaselineError(
                 f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
-                "(the recorded run had no value for them: no case they apply to, e.g. safety_pass_rate "
-                "needs negative_assertions); add such cases and re-record, or remove them from [tool.ragdive.gate]"
+                "(the recorded run had no value for them: no case they apply to, e.g. citation_rate "
+                "needs expected_citations); add such cases and re-record, or remove them from [tool.ragdive.gate]"
             )
     changes = golden_changes(baseline.golden, fingerprint(cfg, cfg.selected_suites()))
     notes += changes

@@ -5,6 +5,7 @@ lines (shown with ``-v``, ``-rA`` and under a failure). Imports no pytest."""
 from __future__ import annotations
 
 from ..core.records import Conversation, Turn
+from ..metrics.pii import find_pii, mask_text
 from ..metrics.safety import violations
 
 # the scores shown per turn, when present
@@ -52,11 +53,13 @@ def failure_text(conv: Conversation, with_traceback: bool = True) -> str | None:
             if not broken:
                 continue
             lines += _turn_head(turn)
-            lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
+            # personal data in the quoted answer is masked (the failures below name it)
+            hits = find_pii(turn.answer)
+            lines.append(f"  answer: {_clip(mask_text(turn.answer or '', hits), 400)!r}")
             for text in broken:
                 lines.append(f"  rule broken: the answer must not state {text!r} (a negative assertion of this turn)")
-        if len(lines) == 1:  # failures recorded by another rule
-            lines += [f"  {f}" for f in conv.failures]
+        # failures recorded by another rule (personal data: kind and masked value)
+        lines += [f"  {f}" for f in conv.failures if "forbidden text" not in f]
         return "\n".join(lines)
     return None
 

@@ -145,8 +145,10 @@ class Pipeline:
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
                 if conv.error is None:
                     from ..metrics.offline import score_conversation
+                    from ..metrics.pii import PiiCheck
 
-                    score_conversation(conv)
+                    sc = cfg.suites.get(plan.suite)
+                    score_conversation(conv, pii=PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck())
         except BaseException:
             if judging is not None:
                 judging.cancel()
