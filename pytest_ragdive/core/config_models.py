@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..metrics.pii import PII_KINDS, PiiKind
+from ..metrics.registry import METRICS
 from ..sharded.records import Condition
 
 CONDITIONS: tuple[Condition, ...] = ("full", "concat", "sharded", "recap", "snowball")
@@ -29,15 +30,25 @@ MAX_GENERATED_CONVERSATIONS = 10_000
 MAX_GENERATED_TURNS = 100
 
 
+# the tolerances gated when [tool.ragdive.gate] sets none; seed 001's regression check:
+# recall@5 0.03, MRR 0.03, faithfulness 0.02 ("held strictly"), relevance 0.03, safety 0
+# (zero tolerance), citation rate 0.05 (the metrics of GatePolicy.where_data only where
+# the baseline has a value for them)
 DEFAULT_GATE: dict[str, float] = {
     "answer_f1": 0.03,
     "correctness": 0.03,
-    "faithfulness": 0.03,
+    "faithfulness": 0.02,
     "context_recall": 0.03,
     "recall_at_k": 0.03,
+    "mrr": 0.03,
+    "answer_relevance": 0.03,
+    "citation_rate": 0.05,
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
 }
+#: gated only where the baseline has a value: MRR needs relevant_doc_ids, answer_relevance
+#: an LLM judge, citation_rate expected_citations
+WHERE_DATA: tuple[str, ...] = ("mrr", "answer_relevance", "citation_rate")
 
 
 class RecordMode(StrEnum):
@@ -166,7 +177,7 @@ class SuiteConfig(Strict):
     )
 
 
-GATE_POLICY_KEYS = ("method", "inconclusive", "unstable_spread")
+GATE_POLICY_KEYS = ("method", "inconclusive", "unstable_spread", "where_data", "improvement", "improvement_delta")
 
 
 class GatePolicy(Strict):
@@ -177,6 +188,26 @@ class GatePolicy(Strict):
     inconclusive: Literal["fail", "pass", "rerun"] = "rerun"
     # baseline conversations whose p90 - p10 over the runs exceeds this are listed as unstable
     unstable_spread: float = Field(0.5, ge=0, allow_inf_nan=False)
+    where_data: list[str] = Field(
+        default_factory=lambda: list(WHERE_DATA),
+        description="gated metrics gated only in suites whose baseline has a value for them; any other gated "
+        "metric without a value fails the gate",
+    )
+    improvement: Literal["band", "delta"] = Field(
+        "band", description="what counts as an improvement: above the baseline band (band), or a good-side move "
+        "from the baseline mean of more than improvement_delta (delta: seed 001's rule)",
+    )
+    improvement_delta: float = Field(
+        0.01, ge=0, allow_inf_nan=False, description="the move an improvement needs with improvement = \"delta\"",
+    )
+
+    @field_validator("where_data")
+    @classmethod
+    def _known_metrics(cls, v: list[str]) -> list[str]:
+        unknown = [m for m in v if m not in METRICS]
+        if unknown:
+            raise ValueError(f"unknown metric(s) {', '.join(unknown)}, expected some of {', '.join(sorted(METRICS))}")
+        return v
 
 
 class HttpTargetConfig(Strict):

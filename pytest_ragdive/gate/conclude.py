@@ -129,7 +129,8 @@ def conclude(
                 out.baseline_diff = diff_baselines(baseline, out.baseline)
             out.status = GateStatus.BASELINE_WRITTEN
             for suite, res in suites.items():
-                empty = [m for m in cfg.gated_metrics(suite) if res.value(m) is None]
+                empty = [m for m in cfg.gated_metrics(suite) if res.value(m) is None
+                         and m not in cfg.gate_policy.where_data]
                 if empty:
                     notes.append(
                         f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
@@ -142,7 +143,8 @@ def conclude(
         rows = check(
             suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites}, convs=convs, method=policy.method,
             on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
-            unstable_spread=policy.unstable_spread,
+            unstable_spread=policy.unstable_spread, where_data=policy.where_data, improvement=policy.improvement,
+            improvement_delta=policy.improvement_delta,
         )
         note = baseline_note(baseline, cfg.baseline or "", policy.method)
         if note and rows:

@@ -31,7 +31,7 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
                 f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(baseline.suites) or 'none'}); "
                 f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
             )
-        missing = [m for m in cfg.gated_metrics(suite) if m not in stored]
+        missing = [m for m in cfg.gated_metrics(suite) if m not in stored and m not in cfg.gate_policy.where_data]
         if missing:
             raise BaselineError(
                 f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
