@@ -46,6 +46,10 @@ class RagdiveConfig(Strict):
     runs: int = Field(1, ge=1, le=MAX_RUNS)
     record_mode: RecordMode = RecordMode.NEW_EPISODES
     cache_dir: str = ".ragdive/cache"
+    cache_ttl_days: float | None = Field(
+        None, gt=0, description="LLM cache entries older than this many days are misses, fetched again (seed 001: "
+        "30); `python -m pytest_ragdive cache prune` deletes them; default: never expire",
+    )
     model: str | None = None
     concurrency: int = Field(8, ge=1, le=1024)
     max_cost: float | None = Field(None, ge=0)
