@@ -23,10 +23,12 @@ from ..metrics.registry import METRICS
 from ..online.config import OnlineConfig
 from .config_models import (
     DEFAULT_GATE,
+    DEFAULT_JUDGED,
     GATE_POLICY_KEYS,
     MAX_RUNS,
     GatePolicy,
     HttpTargetConfig,
+    JudgedMetric,
     LLMConfig,
     RecordMode,
     RoleModel,
@@ -69,6 +71,11 @@ class RagdiveConfig(Strict):
     # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
     judge_mode: Literal["direct", "batch"] = "direct"
     judge_cascade: list[str] = Field(default_factory=list)
+    judged_metrics: list[JudgedMetric] = Field(
+        default_factory=lambda: list(DEFAULT_JUDGED), min_length=1,
+        description="the metrics the LLM judge scores; add answer_relevance (seed 001's relevance judge, one call "
+        "per answered turn) by name",
+    )
     forgetfulness_probe: bool = True
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
@@ -232,7 +239,8 @@ class RagdiveConfig(Strict):
     def config_hash(self) -> str:
         """Hash of what changes results: suites, target, backend, models, and the
         contents of the golden files and prompts (:meth:`content_digests`)."""
-        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
+        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
+                "llm", "model")
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
         data["contents"] = self.content_digests()

@@ -46,6 +46,15 @@ DEFAULT_GATE: dict[str, float] = {
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
 }
+# the metrics an LLM judge can score (metrics/judged/): the default set, and answer_relevance
+# (seed 001's second judge: one more call per answered turn) by name
+JudgedMetric = Literal[
+    "faithfulness", "context_precision", "context_recall", "correctness", "answer_relevance", "forgetfulness",
+    "context_retention",
+]
+DEFAULT_JUDGED: tuple[JudgedMetric, ...] = (
+    "faithfulness", "context_precision", "context_recall", "correctness", "forgetfulness", "context_retention",
+)
 #: gated only where the baseline has a value: MRR needs relevant_doc_ids, answer_relevance
 #: an LLM judge, citation_rate expected_citations
 WHERE_DATA: tuple[str, ...] = ("mrr", "answer_relevance", "citation_rate")
@@ -159,7 +168,7 @@ class SuiteConfig(Strict):
     )
     pii_allow: list[str] = Field(
         default_factory=list,
-        description="values that are not personal data: the company's own public contacts (support address, phone line)",
+        description="values that are not personal data: the company's own public contacts (support address, phone)",
     )
     # the sharded diagnosis: files of sharded questions (sources/sharded.py), each
     # question run under every condition, over at least sharded_runs runs
