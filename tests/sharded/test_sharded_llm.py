@@ -134,3 +134,20 @@ def test_simulator_temperature_and_cap_are_configurable(tmp_path: Path) -> None:
         asyncio.run(go())
         (body,) = server.requests
         assert body["temperature"] == 0.3 and "max_tokens" not in body
+
+
+def test_the_suite_settings_reach_the_simulator_of_a_run(tmp_path: Path) -> None:
+    from pytest_ragdive import run_suite
+    from pytest_ragdive.core.config_models import SuiteConfig
+
+    assert SuiteConfig().sharded_simulator_temperature == 1.0 and SuiteConfig().sharded_simulator_max_tokens == 200
+    path = tmp_path / "sharded.jsonl"
+    path.write_text(json.dumps(Q.model_dump(mode="json")) + "\n")
+    with FakeLLMServer(handler) as server:
+        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http"}, suites={"s": {
+            "sharded": [str(path)], "sharded_conditions": ["sharded"], "sharded_simulator_temperature": 0.4,
+            "sharded_simulator_max_tokens": 50}})
+        result = run_suite(chatbot, cfg, suite="s")
+        sims = [b for b in server.requests if "You play a user" in json.dumps(b)]
+    assert result.sharded is not None and sims
+    assert all(b["temperature"] == 0.4 and b["max_tokens"] == 50 for b in sims)
