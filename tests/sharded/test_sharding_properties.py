@@ -118,3 +118,15 @@ def test_the_loader_refuses_an_error_and_accepts_a_flag(tmp_path: Path) -> None:
     path.write_text(json.dumps(broken) + "\n")
     with pytest.raises(ShardedFileError, match="P3: the first shard .* states the whole question"):
         load_sharded(path)
+
+
+def test_flags_and_an_empty_intermediate_list_leave_the_golden_fingerprint_alone(tmp_path: Path) -> None:
+    from pytest_ragdive.sources.fingerprint import _cases
+
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(CLEAN) + "\n")
+    plain = _cases("sharded", path)
+    path.write_text(json.dumps({**CLEAN, "flags": ["P3: the first shard names X"], "intermediate_entities": []}) + "\n")
+    assert _cases("sharded", path) == plain  # review notes are not content
+    path.write_text(json.dumps({**CLEAN, "intermediate_entities": ["Business"]}) + "\n")
+    assert _cases("sharded", path) != plain  # a declared entity is
