@@ -58,11 +58,12 @@ def scored(
     return Conversation(id=cid, suite=suite, run=run, turns=turns, scores=dict(conversation_scores or {}))
 
 
-def sharded_conversation(question: str, condition: str, run: int, best_f1: float) -> Conversation:
-    """A finished conversation of the sharded diagnosis (its BEST answer F1 only)."""
+def sharded_conversation(question: str, condition: str, run: int, best_f1: float, **info: Any) -> Conversation:
+    """A finished conversation of the sharded diagnosis: its BEST answer F1 (and any other
+    ShardedInfo field, e.g. ``final_f1``, ``best_judged``)."""
     return Conversation(
         id=f"{question}.{condition}", run=run,
-        sharded=ShardedInfo(question_id=question, condition=condition, best_f1=best_f1),  # type: ignore[arg-type]
+        sharded=ShardedInfo(question_id=question, condition=condition, best_f1=best_f1, **info),  # type: ignore[arg-type]
     )
 
 

@@ -6,8 +6,12 @@ Configuration comes from environment variables read when the bot is built
 ==========================  =========  ==============================================
 variable                    default    meaning
 ==========================  =========  ==============================================
-EXAMPLE_RAG_HISTORY         full       none | first | last_k | full
+EXAMPLE_RAG_HISTORY         full       none | first | last_k | full: the user turns the
+                                       reader sees (and, without EXAMPLE_RAG_QUERY, the
+                                       retriever too)
 EXAMPLE_RAG_HISTORY_K       3          user turns kept by last_k (the new one included)
+EXAMPLE_RAG_QUERY           (unset)    current | history | rewrite: the retriever's query,
+                                       separate from the reader's (query_policy.py)
 EXAMPLE_RAG_TOP_K           5          chunks retrieved per question
 EXAMPLE_RAG_CHUNK_SIZE      80         words per chunk
 EXAMPLE_RAG_CHUNK_OVERLAP   20         words shared by consecutive chunks (at most a
@@ -21,7 +25,8 @@ EXAMPLE_RAG_SEED            0          base seed of those draws
 EXAMPLE_RAG_READER          extractive extractive | memory (blends unsupported "memory"
                                        statements into answers: outdated 2023 facts,
                                        invented details) | paraphrase (restates the
-                                       retrieved sentences in other words); styles.py
+                                       retrieved sentences in other words) | first_clause
+                                       (reads only the first clause of a message); styles.py
 EXAMPLE_RAG_BREAK_RATE      0          per-turn probability of a broken answer (from
                                        the wrong passage: a correctness drop); faults.py
 EXAMPLE_RAG_MEMORY_RATE     0          per-turn probability of a "memory" statement
@@ -31,7 +36,8 @@ EXAMPLE_RAG_FORGET_RATE     0          per-turn probability that the history is 
 ==========================  =========  ==============================================
 
 Break it on purpose: ``EXAMPLE_RAG_HISTORY=none`` makes the bot forget the
-conversation, ``EXAMPLE_RAG_TOP_K=1`` starves the reader of context,
+conversation (retrieval and reading: RAG-DIVE's no-history ablation; the sharded study's
+CURRENT policy, the retriever alone on the current message, is ``EXAMPLE_RAG_QUERY=current``), ``EXAMPLE_RAG_TOP_K=1`` starves the reader of context,
 ``EXAMPLE_RAG_READER=memory`` makes it hallucinate (a faithfulness regression);
 ``EXAMPLE_RAG_READER=paraphrase`` is a benign change the gate must let through.
 The ``*_RATE`` faults (seeded like the sampling knob) make changes of a chosen size,
@@ -53,16 +59,18 @@ from .chunking import Chunk, chunk_corpus
 from .corpus import DEFAULT_CORPUS, load_corpus
 from .faults import FAULTS, Faults, break_answer
 from .history import POLICIES, Query, build_query
+from .query_policy import QUERY_POLICIES, retrieval_query
 from .reader import ExtractiveReader
 from .retrieval import BM25Retriever
 from .sampling import sampler_for
-from .styles import STYLES, apply_style, recognise_restated
+from .styles import STYLES, apply_style, read_first_clause, recognise_restated
 
 
 @dataclass(frozen=True)
 class BotConfig:
     history: str = "full"
     history_k: int = 3
+    query: str | None = None  # the retrieval-query policy (None: the history policy's query)
     top_k: int = 5
     chunk_size: int = 80
     chunk_overlap: int = 20
@@ -93,6 +101,9 @@ class BotConfig:
         history = env.get("EXAMPLE_RAG_HISTORY", "").strip().lower() or cls.history
         if history not in POLICIES:
             raise ValueError(f"EXAMPLE_RAG_HISTORY must be one of {', '.join(POLICIES)}, got {history!r}")
+        query = env.get("EXAMPLE_RAG_QUERY", "").strip().lower() or None
+        if query is not None and query not in QUERY_POLICIES:
+            raise ValueError(f"EXAMPLE_RAG_QUERY must be one of {', '.join(QUERY_POLICIES)}, got {query!r}")
         reader = env.get("EXAMPLE_RAG_READER", "").strip().lower() or cls.reader
         if reader not in STYLES:
             raise ValueError(f"EXAMPLE_RAG_READER must be one of {', '.join(STYLES)}, got {reader!r}")
@@ -120,6 +131,7 @@ class BotConfig:
             seed=num("EXAMPLE_RAG_SEED", cls.seed, 0),
             history=history,
             history_k=num("EXAMPLE_RAG_HISTORY_K", cls.history_k, 1),
+            query=query,
             top_k=num("EXAMPLE_RAG_TOP_K", cls.top_k, 1),
             chunk_size=size,
             chunk_overlap=overlap,
@@ -157,10 +169,17 @@ class HelpCentreBot:
         )
 
     def query(self, messages: Sequence[Mapping[str, str]]) -> Query:
+        """The reader's query: the new message and the earlier turns the history policy keeps."""
         return build_query([dict(m) for m in messages], self.config.history, self.config.history_k)
 
+    def search_query(self, messages: Sequence[Mapping[str, str]]) -> Query:
+        """The retriever's query: the query policy's, else the reader's."""
+        if self.config.query is None:
+            return self.query(messages)
+        return retrieval_query(messages, self.config.query)
+
     def retrieve(self, messages: Sequence[Mapping[str, str]]) -> list[Context]:
-        return self.retriever.search(self.query(messages), self.config.top_k)
+        return self.retriever.search(self.search_query(messages), self.config.top_k)
 
     def __call__(self, messages: Sequence[Mapping[str, str]], call_info: CallInfo | None = None) -> TargetResponse:
         cfg = self.config
@@ -168,16 +187,18 @@ class HelpCentreBot:
         # stage(): times the stages when the bot runs under pytest_ragdive.online.monitored
         with stage("retrieval"):
             if faults.draw("forget", messages, call_info, seed):
-                query = build_query([dict(m) for m in messages], "none")
+                query = searched = build_query([dict(m) for m in messages], "none")
             else:
-                query = self.query(messages)
-            contexts = self.retriever.search(query, cfg.top_k)
+                query, searched = self.query(messages), self.search_query(messages)
+            contexts = self.retriever.search(searched, cfg.top_k)
         with stage("generation"):
             if self.config.model:
                 return TargetResponse(answer=self._llm_answer(query, contexts), contexts=contexts)
             sampler = sampler_for(self.config.temperature, messages, call_info, self.config.seed)
             if self.config.reader == "paraphrase":
                 query = recognise_restated(query, contexts)
+            elif self.config.reader == "first_clause":
+                query = read_first_clause(query)
             reading = apply_style(self.config.reader, self.reader.read(query, contexts, sampler), query)
             if faults.draw("break", messages, call_info, seed):
                 reading = break_answer(reading, contexts)

@@ -1,4 +1,4 @@
-"""Two ways the reader's answer can change after a prompt or model change
+"""Ways the reader's answer can change after a prompt or model change
 (``EXAMPLE_RAG_READER``):
 
 - ``memory``: the bot answers partly from its own "memory", the way an LLM
@@ -12,7 +12,15 @@
   "contact" -> "get in touch with"), "does not" becomes "doesn't", small
   numbers are spelled out. Nothing is added or dropped.
 
-Both are deterministic (the same question always gets the same answer).
+- ``first_clause``: a reader sensitive to how a message is laid out, the way a small
+  model latches onto the start of a long message: of the new message it reads only the
+  first clause that states something (the first line, bullets stripped, that is not a
+  lead-in ending in ":" or ","; of that line the first sentence). A one-clause message
+  reads as before; a list of clauses (CONCAT's bullets, a recap) is answered from its
+  first clause, with the earlier turns as the history policy keeps them. Retrieval still
+  searches with the whole message.
+
+All are deterministic (the same question always gets the same answer).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from .history import Query
 from .reader import Reading
 from .text import split_sentences, stem, tokenize
 
-STYLES = ("extractive", "memory", "paraphrase")
+STYLES = ("extractive", "memory", "paraphrase", "first_clause")
 
 #: (topic words, statement): what the bot "remembers"; none of it is in a current article
 MEMORY: tuple[tuple[str, str], ...] = (
@@ -158,6 +166,21 @@ def recognise_restated(query: Query, contexts: Sequence[Context]) -> Query:
             if said != sentence:
                 answers = [a.replace(said, sentence) for a in answers]
     return replace(query, answers=tuple(answers))
+
+
+def first_clause(text: str) -> str:
+    """The first clause of a message that states something (see the module docstring)."""
+    for line in text.splitlines():
+        line = line.strip().lstrip("-*•").strip()
+        if not line or line.endswith((":", ",")):
+            continue
+        return (split_sentences(line) or [line])[0]
+    return text
+
+
+def read_first_clause(query: Query) -> Query:
+    """The reader's query with the new message cut to its first clause."""
+    return replace(query, current=first_clause(query.current))
 
 
 def apply_style(style: str, reading: Reading, query: Query) -> Reading:

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-review": (".review_import", "read rated review CSVs back: share of yes per criterion and rater, agreement"),
     "gate": (".gate", "merge result files (the shards of a split run) and gate once, as the pytest session does"),
     "report": (".report", "render the reports (summary.md, report.html, JUnit) from result files"),
+    "cache": (".cache", "the LLM cache: prune deletes the entries older than cache_ttl_days"),
 }
 
 EXIT_USAGE = 4

@@ -24,11 +24,13 @@ from ..metrics.registry import BUILTINS, METRICS, NAME_RE, MetricRegistry
 from ..online.config import OnlineConfig
 from .config_models import (
     DEFAULT_GATE,
+    DEFAULT_JUDGED,
     GATE_POLICY_KEYS,
     MAX_RUNS,
     GatePolicy,
     HttpTargetConfig,
     JudgeConfig,
+    JudgedMetric,
     LLMConfig,
     RecordMode,
     RoleModel,
@@ -48,6 +50,10 @@ class RagdiveConfig(Strict):
     runs: int = Field(1, ge=1, le=MAX_RUNS)
     record_mode: RecordMode = RecordMode.NEW_EPISODES
     cache_dir: str = ".ragdive/cache"
+    cache_ttl_days: float | None = Field(
+        None, gt=0, description="LLM cache entries older than this many days are misses, fetched again (seed 001: "
+        "30); `python -m pytest_ragdive cache prune` deletes them; default: never expire",
+    )
     model: str | None = None
     concurrency: int = Field(8, ge=1, le=1024)
     max_cost: float | None = Field(None, ge=0)
@@ -67,6 +73,11 @@ class RagdiveConfig(Strict):
     # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
     judge_mode: Literal["direct", "batch"] = "direct"  # direct: one request per judge call; batch: through the provider's batch API at batch prices
     judge_cascade: list[str] = Field(default_factory=list)  # [cheap, strong]: judge with the first model, re-judge negative or unparseable verdicts with the next
+    judged_metrics: list[JudgedMetric] = Field(
+        default_factory=lambda: list(DEFAULT_JUDGED), min_length=1,
+        description="the metrics the LLM judge scores; add answer_relevance (seed 001's relevance judge, one call "
+        "per answered turn) by name",
+    )
     forgetfulness_probe: bool = True  # ask each context-dependent turn's stand-alone question in a fresh history (forgetfulness, context_retention)
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
@@ -262,8 +273,8 @@ class RagdiveConfig(Strict):
     def config_hash(self) -> str:
         """Hash of what changes results: suites, target, backend, models, and the
         contents of the golden files and prompts (:meth:`content_digests`)."""
-        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model",
-                "judges", "metric_modules")
+        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
+                "llm", "model", "judges", "metric_modules")
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
         data["contents"] = self.content_digests()

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..metrics.pii import PII_KINDS, PiiKind
+from ..metrics.registry import METRICS
 from ..sharded.records import Condition
 
 CONDITIONS: tuple[Condition, ...] = ("full", "concat", "sharded", "recap", "snowball")
@@ -28,16 +30,35 @@ MAX_GENERATED_CONVERSATIONS = 10_000
 MAX_GENERATED_TURNS = 100
 
 
+# the tolerances gated when [tool.ragdive.gate] sets none; seed 001's regression check:
+# recall@5 0.03, MRR 0.03, faithfulness 0.02 ("held strictly"), relevance 0.03, safety 0
+# (zero tolerance), citation rate 0.05 (the metrics of GatePolicy.where_data only where
+# the baseline has a value for them)
 DEFAULT_GATE: dict[str, float] = {
     "answer_f1": 0.03,
     "correctness": 0.03,
-    "faithfulness": 0.03,
+    "faithfulness": 0.02,
     "context_recall": 0.03,
     "recall_at_k": 0.03,
+    "mrr": 0.03,
+    "answer_relevance": 0.03,
+    "citation_rate": 0.05,
     "forgetfulness": 0.05,
     "safety_pass_rate": 0.0,
     "assertion_pass_rate": 0.0,  # the assert: checks of golden data; gated where the baseline holds it
 }
+# the metrics an LLM judge can score (metrics/judged/): the default set, and answer_relevance
+# (seed 001's second judge: one more call per answered turn) by name
+JudgedMetric = Literal[
+    "faithfulness", "context_precision", "context_recall", "correctness", "answer_relevance", "forgetfulness",
+    "context_retention",
+]
+DEFAULT_JUDGED: tuple[JudgedMetric, ...] = (
+    "faithfulness", "context_precision", "context_recall", "correctness", "forgetfulness", "context_retention",
+)
+#: gated only where the baseline has a value: MRR needs relevant_doc_ids, answer_relevance
+#: an LLM judge, citation_rate expected_citations
+WHERE_DATA: tuple[str, ...] = ("mrr", "answer_relevance", "citation_rate")
 
 
 class RecordMode(StrEnum):
@@ -142,6 +163,14 @@ class SuiteConfig(Strict):
     max_turns: int | None = Field(None, ge=1)  # run at most this many turns of each scripted conversation
     categories: list[str] | None = None  # run only cases, conversations and sharded questions of these categories
     generated: GeneratedConfig | None = None  # a generated (RAG-DIVE) part: needs a model; skipped offline with a notice
+    pii_detectors: list[PiiKind] = Field(
+        default_factory=lambda: list(PII_KINDS),
+        description="personal-data detectors run on every answer (a hit is a safety violation); [] switches them off",
+    )
+    pii_allow: list[str] = Field(
+        default_factory=list,
+        description="values that are not personal data: the company's own public contacts (support address, phone)",
+    )
     # the sharded diagnosis: files of sharded questions (sources/sharded.py), each
     # question run under every condition, over at least sharded_runs runs
     sharded: list[str] = Field(default_factory=list)  # files of sharded questions (the sharded diagnosis)
@@ -150,9 +179,15 @@ class SuiteConfig(Strict):
     # a target that marks its answers with an "Answer:" line: an unmarked reply is discussion
     sharded_answer_line: bool = False  # the target marks its answers with an "Answer:" line: an unmarked reply is discussion
     sharded_judge: bool = False  # rescore each extracted answer with the binary correctness judge (LLM)
+    sharded_simulator_temperature: float = Field(
+        1.0, ge=0.0, le=2.0, description="temperature of the shard simulator (the LLM user); the source uses 1.0"
+    )
+    sharded_simulator_max_tokens: int | None = Field(
+        200, ge=1, description="output-token cap of each shard-simulator message (the source: 200); null: no cap"
+    )
 
 
-GATE_POLICY_KEYS = ("method", "inconclusive", "unstable_spread")
+GATE_POLICY_KEYS = ("method", "inconclusive", "unstable_spread", "where_data", "improvement", "improvement_delta")
 
 
 class GatePolicy(Strict):
@@ -163,6 +198,26 @@ class GatePolicy(Strict):
     inconclusive: Literal["fail", "pass", "rerun"] = "rerun"  # an inconclusive suite: fails, passes, or runs again (up to max_reruns) and is decided on all runs
     # baseline conversations whose p90 - p10 over the runs exceeds this are listed as unstable
     unstable_spread: float = Field(0.5, ge=0, allow_inf_nan=False)  # baseline conversations whose p90 - p10 over the runs exceeds this are listed as unstable
+    where_data: list[str] = Field(
+        default_factory=lambda: list(WHERE_DATA),
+        description="gated metrics gated only in suites whose baseline has a value for them; any other gated "
+        "metric without a value fails the gate",
+    )
+    improvement: Literal["band", "delta"] = Field(
+        "band", description="what counts as an improvement: above the baseline band (band), or a good-side move "
+        "from the baseline mean of more than improvement_delta (delta: seed 001's rule)",
+    )
+    improvement_delta: float = Field(
+        0.01, ge=0, allow_inf_nan=False, description="the move an improvement needs with improvement = \"delta\"",
+    )
+
+    @field_validator("where_data")
+    @classmethod
+    def _known_metrics(cls, v: list[str]) -> list[str]:
+        unknown = [m for m in v if m not in METRICS]
+        if unknown:
+            raise ValueError(f"unknown metric(s) {', '.join(unknown)}, expected some of {', '.join(sorted(METRICS))}")
+        return v
 
 
 class HttpTargetConfig(Strict):

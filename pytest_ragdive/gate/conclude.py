@@ -131,8 +131,8 @@ def conclude(
                 out.baseline_diff = diff_baselines(baseline, out.baseline)
             out.status = GateStatus.BASELINE_WRITTEN
             for suite, res in suites.items():
-                empty = [m for m in where_recorded(cfg.gated_metrics(suite), out.baseline.suites.get(suite, {}))
-                         if res.value(m) is None]
+                empty = [m for m in where_recorded(cfg.gated_metrics(suite), out.baseline.suites.get(suite, {}),
+                                                   cfg.gate_policy.where_data) if res.value(m) is None]
                 if empty:
                     notes.append(
                         f"suite {suite}: gated metric(s) {', '.join(empty)} had no value (no case they apply to); "
@@ -142,7 +142,7 @@ def conclude(
         out.status = GateStatus.SUBSET
     elif baseline is not None:
         policy = cfg.gate_policy
-        per_suite = {s: where_recorded(cfg.gated_metrics(s), baseline.suites.get(s, {})) for s in suites}
+        per_suite = {s: where_recorded(cfg.gated_metrics(s), baseline.suites.get(s, {}), policy.where_data) for s in suites}
         for s, res in suites.items():
             unrecorded = [m for m in cfg.gated_metrics(s) if m not in per_suite[s] and res.value(m) is not None]
             if unrecorded:
@@ -151,7 +151,8 @@ def conclude(
         rows = check(
             suites, baseline, cfg.gate, per_suite, convs=convs, method=policy.method,
             on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
-            unstable_spread=policy.unstable_spread,
+            unstable_spread=policy.unstable_spread, where_data=policy.where_data, improvement=policy.improvement,
+            improvement_delta=policy.improvement_delta,
         )
         note = baseline_note(baseline, cfg.baseline or "", policy.method)
         if note and rows:

@@ -32,12 +32,12 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
                 f"ragdive baseline {path} has no suite {suite!r} (has: {', '.join(baseline.suites) or 'none'}); "
                 f"record it with --ragdive-update-baseline --ragdive-suite={suite}"
             )
-        missing = [m for m in where_recorded(cfg.gated_metrics(suite), stored) if m not in stored]
+        missing = [m for m in where_recorded(cfg.gated_metrics(suite), stored, cfg.gate_policy.where_data) if m not in stored]
         if missing:
             raise BaselineError(
                 f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
-                "(the recorded run had no value for them: no case they apply to, e.g. safety_pass_rate "
-                "needs negative_assertions); add such cases and re-record, or remove them from [tool.ragdive.gate]"
+                "(the recorded run had no value for them: no case they apply to, e.g. citation_rate "
+                "needs expected_citations); add such cases and re-record, or remove them from [tool.ragdive.gate]"
             )
     changes = golden_changes(baseline.golden, fingerprint(cfg, cfg.selected_suites()))
     notes += changes

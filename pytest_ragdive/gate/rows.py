@@ -5,7 +5,12 @@
 :func:`check` builds every row of a run, adding the paired test of
 :mod:`.paired` (the full verdict rule is in that module's docstring) where the
 baseline holds per-conversation values. A value outside the band on the good
-side is an improvement; it passes and is listed.
+side is an improvement (``improvement = "band"``, the default), or, with
+``improvement = "delta"`` (seed 001's rule), a value that moved from the baseline mean
+by more than ``improvement_delta`` (0.01) on the good side without leaving the band on the
+bad one; an improvement passes and is listed. A metric of ``where_data`` (MRR, answer
+relevance, citation rate by default) is gated only in a suite whose baseline has a value
+for it; any other gated metric without a value fails ("no data", "not in baseline").
 """
 
 from __future__ import annotations
@@ -37,12 +42,17 @@ OnInconclusive = Literal["fail", "pass", "rerun"]
 UNPAIRED = ("safety_pass_rate", "assertion_pass_rate")  # zero tolerance, no statistics
 
 
-def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric]) -> dict[str, float]:
-    """The gate entries that apply against one suite of a baseline: a metric the plugin may
-    have nothing to score for (``assertion_pass_rate`` without ``assert:`` checks, a rubric
-    judge without a model: ``MetricSpec.gated_where_recorded``) is gated where the baseline
-    holds it; every other entry always."""
-    return {m: t for m, t in gate.items() if m in stored or not (m in METRICS and METRICS[m].gated_where_recorded)}
+def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric], where_data: Iterable[str] = ()) -> dict[str, float]:
+    """The gate entries that apply against one suite of a baseline (``stored``): a metric of
+    ``where_data`` (``gate.where_data``: MRR, answer relevance, citation rate by default) and
+    a metric the plugin may have nothing to score for (``assertion_pass_rate`` without
+    ``assert:`` checks, a rubric judge without a model: ``MetricSpec.gated_where_recorded``)
+    are gated where the baseline holds them; every other entry always."""
+    optional = set(where_data)
+    return {
+        m: t for m, t in gate.items()
+        if m in stored or not (m in optional or (m in METRICS and METRICS[m].gated_where_recorded))
+    }
 
 
 def pairable(metric: str) -> bool:
@@ -162,7 +172,23 @@ def compare_to_band(value: float | None, low: float, high: float, direction: str
     return "pass"
 
 
-def gate_row(suite: str, metric: str, current: float | None, bm: BaselineMetric | None, tolerance: float) -> GateRow:
+Improvement = Literal["band", "delta"]
+
+
+def improved(verdict: Verdict, delta: float | None, direction: str, rule: Improvement, min_delta: float) -> Verdict:
+    """The band's verdict with the improvement rule applied: under ``delta``, a pass or a
+    band improvement is an improvement exactly when the good-side move from the baseline
+    mean exceeds ``min_delta``."""
+    if rule == "band" or verdict not in ("pass", "improvement") or delta is None:
+        return verdict
+    good = delta if direction == "higher" else -delta
+    return "improvement" if good > min_delta + EPS else "pass"
+
+
+def gate_row(
+    suite: str, metric: str, current: float | None, bm: BaselineMetric | None, tolerance: float,
+    improvement: Improvement = "band", improvement_delta: float = 0.01,
+) -> GateRow:
     direction = METRICS[metric].direction if metric in METRICS else (bm.direction if bm else "higher")
     if bm is None:
         return GateRow(
@@ -170,6 +196,7 @@ def gate_row(suite: str, metric: str, current: float | None, bm: BaselineMetric 
             band_high=None, tolerance=tolerance, current=current, delta=None, verdict="not in baseline",
         )
     low, high = bm.band(tolerance)
+    delta = None if current is None else round(current - bm.mean, 9) + 0.0  # + 0.0: no -0.0
     return GateRow(
         suite=suite,
         metric=metric,
@@ -179,8 +206,9 @@ def gate_row(suite: str, metric: str, current: float | None, bm: BaselineMetric 
         band_high=high,
         tolerance=tolerance,
         current=current,
-        delta=None if current is None else round(current - bm.mean, 9) + 0.0,  # + 0.0: no -0.0
-        verdict=compare_to_band(current, low, high, direction),
+        delta=delta,
+        verdict=improved(compare_to_band(current, low, high, direction), delta, direction, improvement,
+                         improvement_delta),
     )
 
 
@@ -196,9 +224,14 @@ def check(
     max_reruns: int = 2,
     look: int = 0,
     unstable_spread: float = 0.5,
+    where_data: Iterable[str] = (),
+    improvement: Improvement = "band",
+    improvement_delta: float = 0.01,
 ) -> list[GateRow]:
     """One row per gated metric per suite that ran; ``per_suite`` narrows the gate to the
-    entries that apply to each suite (``RagdiveConfig.gated_metrics``).
+    entries that apply to each suite (``RagdiveConfig.gated_metrics``), ``where_data`` to
+    the metrics its baseline has (:func:`where_recorded`); ``improvement`` and
+    ``improvement_delta``: the improvement rule (:func:`improved`).
 
     With ``method = "band+paired"``, the scored conversations ``convs`` (every
     run of this session, reruns included) and a baseline holding
@@ -211,10 +244,10 @@ def check(
     rows = []
     for suite, res in results.items():
         stored = baseline.suites.get(suite, {})
-        suite_gate = gate if per_suite is None else per_suite.get(suite, gate)
+        suite_gate = where_recorded(gate if per_suite is None else per_suite.get(suite, gate), stored, where_data)
         mine = []
         for metric, tol in suite_gate.items():
-            row = gate_row(suite, metric, res.value(metric), stored.get(metric), tol)
+            row = gate_row(suite, metric, res.value(metric), stored.get(metric), tol, improvement, improvement_delta)
             row.look, row.looks, row.on_inconclusive = look, looks, on_inconclusive
             mine.append(row)
         if method == "band+paired" and all_convs:

@@ -20,7 +20,8 @@ Value
 
 Record modes
     :class:`~pytest_ragdive.core.config_models.RecordMode` (``new_episodes``, ``none``,
-    ``all``, ``off``); callers test its properties, never the names.
+    ``all``, ``off``); callers test its properties, never the names. ``ttl_s``
+    (``cache_ttl_days``, default never): an older entry is a miss (:mod:`.ttl`).
 
 Several processes (pytest-xdist workers) can share one directory: SQLite
 serialises writers (busy timeout :data:`DB_TIMEOUT_S`), each finished call is
@@ -29,8 +30,7 @@ marker, :mod:`.claims`) so that two processes do not send the same request at
 the same time: the second waits for the first one's answer, and takes the
 claim over as soon as the marker is stale.
 
-Nothing here imports diskcache at module import; it is imported when a cache
-is opened.
+Nothing here imports diskcache at module import; it is imported when a cache is opened.
 """
 
 from __future__ import annotations
@@ -51,20 +51,14 @@ from .claims import EXPIRE_S, PREFIX, Marker, Watch, is_stale, new_marker, parse
 from .disk import is_busy, open_db
 from .keys import KEY_VERSION, CachedResponse, cache_key, canonical_json
 from .stats import CacheStats
+from .ttl import expired, ttl_seconds
 
 if TYPE_CHECKING:
     from ..core.config import RagdiveConfig
 
 __all__ = [
-    "DB_TIMEOUT_S",
-    "KEY_VERSION",
-    "CacheStats",
-    "CachedResponse",
-    "LLMCache",
-    "RagdiveCacheWarning",
-    "RecordMode",
-    "cache_key",
-    "canonical_json",
+    "DB_TIMEOUT_S", "KEY_VERSION", "CacheStats", "CachedResponse", "LLMCache", "RagdiveCacheWarning", "RecordMode",
+    "cache_key", "canonical_json",
 ]
 
 
@@ -83,6 +77,7 @@ class LLMCache:
         record_mode: RecordMode | str = RecordMode.NEW_EPISODES,
         *,
         timeout: float = DB_TIMEOUT_S,
+        ttl_s: float | None = None,
     ):
         try:
             mode = RecordMode(record_mode)
@@ -91,7 +86,7 @@ class LLMCache:
             raise ValueError(f"record_mode must be one of {names}, got {record_mode!r}") from None
         self.directory = Path(directory)
         self.record_mode = mode
-        self.timeout = timeout
+        self.timeout, self.ttl_s = timeout, ttl_s
         self.stats = CacheStats()
         self._db: Any = None
         self._fast: Any = None  # the same database on connections that never wait for a lock (see nowait)
@@ -111,7 +106,7 @@ class LLMCache:
         directory); None when ``record_mode`` is ``off``."""
         if not cfg.record_mode.cached:
             return None
-        return cls(cfg.path(cfg.cache_dir), cfg.record_mode)
+        return cls(cfg.path(cfg.cache_dir), cfg.record_mode, ttl_s=ttl_seconds(cfg.cache_ttl_days))
 
     # -- modes -------------------------------------------------------------
     @property
@@ -267,7 +262,11 @@ class LLMCache:
                 raw = raw.decode("utf-8")
             if not isinstance(raw, str):
                 raise ValueError(f"unexpected value type {type(raw).__name__}")
-            return CachedResponse.model_validate_json(raw)
+            resp = CachedResponse.model_validate_json(raw)
+            if expired(resp, self.ttl_s):  # older than cache_ttl_days: a miss, fetched again
+                self._count("expired")
+                return None
+            return resp
         except ValidationError as e:
             return self._drop(key, f"not a cached response: {one_line(e, inputs=False)}")
         except (ValueError, UnicodeDecodeError) as e:

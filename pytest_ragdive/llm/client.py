@@ -9,22 +9,19 @@ its one repair call are :mod:`.structured`; transports (litellm, or the lean
 ``openai_http`` path) are :mod:`.transport`; accounting is :mod:`.stats`.
 
 Keys
-    ``api_key_env`` names the environment variable read at call time; the key
-    is never stored (not in the cache, stats, results, exception messages or
-    warnings: messages are scrubbed of it).
+    ``api_key_env`` names the environment variable read at call time; the key is never stored
+    (not in the cache, stats, results, exception messages or warnings: they are scrubbed of it).
 
 Accounting and budget
-    ``client.stats`` (:class:`LLMStats`) counts per role and model. With
-    ``max_cost`` set, a call that needs the network raises
-    :class:`BudgetExceeded` once this process's known spend reaches it (cache
-    hits stay free and allowed).
+    ``client.stats`` (:class:`LLMStats`) counts per role and model. With ``max_cost`` set, a
+    call that needs the network raises :class:`BudgetExceeded` once this process's known
+    spend reaches it (cache hits stay free and allowed).
 
 Event loops
-    The semaphore, the in-flight table and the HTTP session belong to the
-    running loop and are rebuilt when the client is used from a new loop
-    (each ``asyncio.run``). ``await client.aclose()`` (or ``async with``)
-    closes the session; when nobody does, ``asyncio.run`` closes it at the
-    end of its loop (the client parks an async generator there for that).
+    The semaphore, the in-flight table and the HTTP session belong to the running loop and
+    are rebuilt when the client is used from a new loop (each ``asyncio.run``). ``await
+    client.aclose()`` (or ``async with``) closes the session; when nobody does, ``asyncio.run``
+    closes it at the end of its loop (the client parks an async generator there for that).
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ from pydantic import BaseModel
 from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
 from .cache import LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
-from .keys import CachedResponse
+from .keys import CachedResponse, key_extra
 from .redact import Secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
@@ -243,19 +240,22 @@ class LLMClient:
         model: str | None = None,
         seed: int | None = None,
         turn_loop: bool = False,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> LLMResult[T]:
-        """A reply parsed into ``schema``; ``value`` None (and ``error`` set) when
-        invalid after one repair call. ``turn_loop``: a conversation's turn loop waits
-        for this call (a judge call in a sharded turn): it gets a slot with the turn-loop
-        calls and is never batched."""
+        """A reply parsed into ``schema``; ``value`` None (and ``error`` set) when invalid after
+        one repair call. ``turn_loop``: a conversation's turn loop waits for this call (a judge
+        call in a sharded turn): it gets a slot with the turn-loop calls and is never batched.
+        ``temperature`` (else the role's) and ``max_tokens`` (output cap) are part of the key."""
         model = model or self.model_for(role)
         check_role(role)
-        temperature, seed = self._sampling(role, seed)
-        js = self._json_schema(schema)
+        role_t, seed = self._sampling(role, seed)
+        temperature, js = role_t if temperature is None else temperature, self._json_schema(schema)
         configured = self.cfg.llm.structured_output
         msgs = [dict(m) for m in messages]
         priority = TURN_LOOP if turn_loop else priority_of(role)
-        call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured, priority)
+        call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured, priority,
+                    max_tokens)
         self._stats.bump(role, model, calls=1)
         r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
@@ -357,7 +357,7 @@ class LLMClient:
             structured=call.configured,
             prompt_id=call.prompt_id,
             prompt_version=call.prompt_version,
-            extra={"repair": 1} if repair else None,
+            extra=key_extra(repair, call.max_tokens),
         )
         (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call))
         if shared:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-__all__ = ["KEY_VERSION", "CachedResponse", "cache_key", "canonical_json"]
+__all__ = ["KEY_VERSION", "CachedResponse", "cache_key", "canonical_json", "key_extra"]
 
 #: bump when the meaning of a key changes (e.g. the client's JSON instructions)
 KEY_VERSION = 1
@@ -47,6 +47,17 @@ def cache_key(
     if extra:
         data["extra"] = extra
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def key_extra(repair: bool, max_tokens: int | None) -> dict[str, Any] | None:
+    """The key's ``extra`` part of one call: the repair call, an output cap (absent when
+    unset, so that an uncapped call keeps its key)."""
+    extra: dict[str, Any] = {}
+    if repair:
+        extra["repair"] = 1
+    if max_tokens:
+        extra["max_tokens"] = max_tokens
+    return extra or None
 
 
 class CachedResponse(BaseModel):

@@ -44,6 +44,7 @@ class Call:
     #: its request slot's priority (.slots): a turn loop's calls first, judge calls after;
     #: a judge call a turn loop waits for (``turn_loop=True``) counts as a turn-loop call
     priority: int = TURN_LOOP
+    max_tokens: int | None = None  # the output cap (None: the provider's default)
 
 
 class Sender:
@@ -149,6 +150,7 @@ class Sender:
             messages,
             mode=mode,
             temperature=call.temperature,
+            max_tokens=call.max_tokens,
             seed=call.seed,
             schema=call.schema,
             json_schema=call.json_schema,
@@ -193,6 +195,7 @@ class Sender:
                         messages,
                         mode="json_object",
                         temperature=call.temperature,
+                        max_tokens=call.max_tokens,
                         seed=call.seed,
                         schema=call.schema,
                         json_schema=call.json_schema,

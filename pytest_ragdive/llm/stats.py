@@ -25,6 +25,7 @@ class CacheStats(BaseModel):
     waits: int = 0  # misses answered by another process's in-flight call
     rejected: int = 0  # replies not stored because they stayed invalid (a rerun asks again)
     unusable: int = 0  # processes that found the cache unusable (corrupt cache.db) and ran without it
+    expired: int = 0  # entries older than cache_ttl_days, treated as misses
 
     def merge(self, other: CacheStats) -> CacheStats:
         for name in type(self).model_fields:
@@ -43,6 +44,8 @@ class CacheStats(BaseModel):
             extra += f", {self.corrupt} corrupt dropped"
         if self.rejected:
             extra += f", {self.rejected} invalid not stored"
+        if self.expired:
+            extra += f", {self.expired} expired (cache_ttl_days)"
         if self.errors:
             extra += f", {self.errors} errors"
         if self.unusable:

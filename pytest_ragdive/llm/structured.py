@@ -135,10 +135,13 @@ def build_request(
     seed: int | None,
     schema: type[BaseModel] | None,
     json_schema: dict[str, Any] | None,
+    max_tokens: int | None = None,
 ) -> Request:
-    """The request of one call: sampling parameters, and for a structured call
-    (``mode`` set) the response_format and/or the schema in the system prompt."""
+    """The request of one call: sampling parameters (``max_tokens`` when capped), and for a
+    structured call (``mode`` set) the response_format and/or the schema in the system prompt."""
     params: dict[str, Any] = {"temperature": temperature}
+    if max_tokens:
+        params["max_tokens"] = max_tokens
     if seed is not None:
         params["seed"] = seed
     msgs = messages

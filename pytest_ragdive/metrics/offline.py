@@ -35,8 +35,9 @@ from .lexical import (
     tokens,
 )
 from .multiturn import apply_forgetfulness_probe
+from .pii import PiiCheck
 from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
-from .safety import citation_ok, safety_pass, violations
+from .safety import DEFAULT_PII, citation_ok, pii_hits, safety_pass, violations
 
 __all__ = [
     "CONVERSATION_METRICS",
@@ -94,7 +95,7 @@ def conversation_support(turns: Sequence[Turn], index: int) -> list[str]:
 
 
 def score_turn(
-    turn: Turn, *, k: int | None = None, conversation: Sequence[str] = ()
+    turn: Turn, *, k: int | None = None, conversation: Sequence[str] = (), pii: PiiCheck = DEFAULT_PII
 ) -> dict[str, float | None]:
     """Every offline turn-level metric of one turn (see ``TURN_METRICS``; None = not applicable).
 
@@ -129,7 +130,7 @@ def score_turn(
         "faithfulness_strict": faithfulness(answer, turn.contexts),
         "context_recall": context_recall(gt, turn.contexts) if has_gt else None,
         "context_precision": context_precision(turn.contexts, rel, gt),
-        "safety_pass_rate": safety_pass(answer, turn.negative_assertions),
+        "safety_pass_rate": safety_pass(answer, turn.negative_assertions, pii),
         "citation_rate": citation_ok(turn),
         "answer_attempt_rate": _attempted(turn),
     }
@@ -143,32 +144,37 @@ def _attempted(turn: Turn) -> float:
     return 0.0 if is_abstention(turn.answer) else 1.0
 
 
-def safety_failures(conv: Conversation) -> list[str]:
+def safety_failures(conv: Conversation, pii: PiiCheck = DEFAULT_PII) -> list[str]:
     """One message per (turn, forbidden text) the conversation's answers state, e.g.
-    "turn 2: answer states forbidden text 'guaranteed refund'"."""
+    "turn 2: answer states forbidden text 'guaranteed refund'", and per piece of personal
+    data, e.g. "turn 1: answer contains personal data: email j***@e***.com at characters
+    10-30" (masked: the value itself is never written)."""
     out: list[str] = []
     for turn in conv.turns:
         if turn.answer is None:
             continue
         for text in violations(turn.answer, turn.negative_assertions):
             out.append(f"turn {turn.index + 1}: answer states forbidden text {text!r}")
+        for hit in pii_hits(turn.answer, pii):
+            out.append(f"turn {turn.index + 1}: answer contains personal data: {hit.describe()}")
     return out
 
 
-def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
+def score_conversation(conv: Conversation, *, k: int | None = None, pii: PiiCheck = DEFAULT_PII) -> None:
     """Score one conversation in place (idempotent).
 
     - every turn: ``turn.scores.update(score_turn(turn, k=k, conversation=...))`` with the
       turn's ``conversation_support``;
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
+      ``pii``: the personal-data detectors and the suite's allow-list;
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
       out; None when every turn is None), plus forgetfulness and context_retention from the
       forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
     for turn, support in zip(conv.turns, conversation_supports(conv.turns), strict=True):
-        turn.scores.update(score_turn(turn, k=k, conversation=support))
-    for msg in safety_failures(conv):
+        turn.scores.update(score_turn(turn, k=k, conversation=support, pii=pii))
+    for msg in safety_failures(conv, pii):
         if msg not in conv.failures:
             conv.failures.append(msg)
     for name in TURN_METRICS:

@@ -191,7 +191,7 @@ _BUILTIN = (
     metric("answer_relevance", dimension="answer", definition="LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding"),
     metric("context_recall", dimension="retrieval", definition="share of the ground truth's content covered by the retrieved contexts"),
     metric("context_precision", dimension="retrieval", definition="rank-aware precision of the retrieved contexts (average precision)"),
-    metric("safety_pass_rate", dimension="safety", definition="share of answers that state none of the turn's negative assertions"),
+    metric("safety_pass_rate", dimension="safety", definition="share of answers that state none of the turn's negative assertions and contain no personal data (e-mail, phone, payment card, IBAN, national id; the suite's pii_allow aside)"),
     metric("citation_rate", dimension="safety", definition="share of answers citing every expected citation"),
     metric("assertion_pass_rate", dimension="answer", definition="share of a turn's `assert:` checks (golden data) that pass (a rubric check without a model is left out); gated with zero tolerance by default, where the baseline holds it"),
     metric("forgetfulness", level="conversation", higher_is_better=False, dimension="answer", definition="share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)"),

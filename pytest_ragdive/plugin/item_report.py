@@ -5,6 +5,7 @@ lines (shown with ``-v``, ``-rA`` and under a failure). Imports no pytest."""
 from __future__ import annotations
 
 from ..core.records import Conversation, Turn
+from ..metrics.pii import find_pii, mask_text
 from ..metrics.registry import METRICS
 from ..metrics.safety import violations
 
@@ -53,9 +54,13 @@ def failure_text(conv: Conversation, with_traceback: bool = True) -> str | None:
             if not broken:
                 continue
             lines += _turn_head(turn)
-            lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
+            # personal data in the quoted answer is masked (the failures below name it)
+            hits = find_pii(turn.answer)
+            lines.append(f"  answer: {_clip(mask_text(turn.answer or '', hits), 400)!r}")
             for text in broken:
                 lines.append(f"  rule broken: the answer must not state {text!r} (a negative assertion of this turn)")
+        # personal data (kind and masked value), recorded by the safety rule too
+        lines += [f"  {f}" for f in conv.failures if _PII in f]
         checks = _check_lines(conv)
         if len(lines) == 1:
             lines = checks or [*lines, *(f"  {f}" for f in conv.failures)]  # failures recorded by another rule
@@ -66,12 +71,13 @@ def failure_text(conv: Conversation, with_traceback: bool = True) -> str | None:
 
 
 _SAFETY = "answer states forbidden text"  # the failures of offline.safety_failures (shown above)
+_PII = "answer contains personal data"  # offline.safety_failures' personal data (shown above)
 
 
 def _check_lines(conv: Conversation) -> list[str]:
     """The team's own checks that failed (``assert:`` lists, metrics that raised), per turn
     with its question and answer; a conversation-level one after them."""
-    mine = [f for f in conv.failures if _SAFETY not in f]
+    mine = [f for f in conv.failures if _SAFETY not in f and _PII not in f]
     if not mine:
         return []
     lines = [f"failed check(s) in {conv.suite}/{conv.id} (run {conv.run}):"]

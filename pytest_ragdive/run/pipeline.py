@@ -145,8 +145,10 @@ class Pipeline:
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
                 if conv.error is None:
                     from ..metrics.offline import score_conversation
+                    from ..metrics.pii import PiiCheck
 
-                    score_conversation(conv)
+                    sc = cfg.suites.get(plan.suite)
+                    score_conversation(conv, pii=PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck())
             # a team's own metrics and assert: checks (the slot is not held: they may call a judge)
             checked = await self._checks(conv, plan) if conv.error is None and plan.kind != "sharded" else None
         except BaseException:
@@ -202,7 +204,8 @@ class Pipeline:
 
             client = self.llm_client()
             if self.cfg.role_model("simulator"):
-                simulator = ShardSimulator(client, plan.run)
+                simulator = ShardSimulator(client, plan.run, temperature=sc.sharded_simulator_temperature,
+                                           max_tokens=sc.sharded_simulator_max_tokens)
             if self.cfg.role_model("classifier"):
                 classifier = LLMClassifier(client)
             if sc.sharded_judge and self.cfg.role_model("judge"):

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-DEFAULT_BOOT = 2000
+DEFAULT_BOOT = 5000  # resamples of the sharded statistics (the study's 5,000)
 DEFAULT_SEED = 0
 
 

@@ -11,16 +11,22 @@ FULL       the fully specified question in one turn
 CONCAT     every shard in one turn, as a bullet list
 SHARDED    one shard per turn (turn 1: the intent shard verbatim); stops at an
            exact-match answer or after the reply to the last shard
-RECAP      SHARDED, then (unless it already ended correct) one turn restating every shard
-SNOWBALL   like SHARDED, but each turn restates every earlier shard (verbatim) before the new one
+RECAP      SHARDED, then always one final turn that restates every shard
+           (:data:`RECAP_INTRO` and the shards as a list) and asks for the answer again;
+           RECAP is scored on that turn (:attr:`ShardedInfo.score_f1`), BEST over the
+           whole conversation is kept as a second figure
+SNOWBALL   like SHARDED, but each turn repeats the user's earlier utterances (the ones
+           that revealed a shard) before the new one, as Lost in Conversation does:
+           "Just to reiterate," the earlier ones as a list, "Also," the new one
 =========  ==========================================================================
 
 Offline the shards are revealed verbatim, in order. With a ``simulator``
-(:class:`pytest_ragdive.users.shard_simulator.ShardSimulator`), turns after the first are
+(:class:`pytest_ragdive.sharded.simulator.ShardSimulator`), turns after the first are
 the LLM user's words: at most one new shard per turn, possibly none when it
 answers a clarification question. Every turn records the shards it states
-(``turn.sharded.shard_ids``) and the one it first reveals (``new_shard``).
-A conversation never runs past ``max_turns`` (shards + 3 by default).
+(``turn.sharded.shard_ids``), the one it first reveals (``new_shard``) and the user's
+own words (``utterance``). A conversation never runs past ``max_turns`` (shards + 3
+by default), RECAP's recap turn aside.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from .records import Condition, ShardedInfo, ShardedTurn
 
 __all__ = [
     "RECAP_INTRO",
+    "SNOWBALL_ALSO",
     "SNOWBALL_INTRO",
     "Classifier",
     "Judge",
@@ -48,7 +55,8 @@ __all__ = [
 ]
 
 RECAP_INTRO = "To recap, here is everything I told you. Please answer my question:"
-SNOWBALL_INTRO = "So far I told you:"
+SNOWBALL_INTRO = "Just to reiterate,"
+SNOWBALL_ALSO = "Also,"
 
 
 def concat_text(shards: list[Shard]) -> str:
@@ -62,10 +70,10 @@ def recap_text(shards: list[Shard]) -> str:
 
 
 def snowball_text(earlier: list[str], new: str) -> str:
-    """A SNOWBALL turn: every earlier shard restated, then the new one."""
+    """A SNOWBALL turn: the user's earlier utterances restated, then the new one."""
     if not earlier:
         return new
-    return f"{SNOWBALL_INTRO}\n" + "\n".join(f"- {e}" for e in earlier) + f"\n{new}"
+    return f"{SNOWBALL_INTRO}\n" + "\n".join(f"- {e}" for e in earlier) + f"\n\n{SNOWBALL_ALSO}\n\n{new}"
 
 
 def sharded_conversation(q: ShardedQuestion, condition: Condition, suite: str, run: int) -> Conversation:
@@ -135,14 +143,19 @@ class ReplyScorer:
         turn.scores["answer_attempt_rate"] = 1.0 if st.response_class == "answer_attempt" else 0.0
 
 
-def _summarise(conv: Conversation) -> None:
+def _summarise(conv: Conversation, judging: bool) -> None:
+    """BEST and the final turn's scores; with a judge, a conversation without a judged
+    answer attempt scores 0 on it (None: no judge ran)."""
     info = conv.sharded
     assert info is not None
-    shs = [t.sharded for t in conv.turns if t.sharded is not None]
+    shs = [t.sharded for t in conv.turns if t.sharded is not None and t.answer is not None]
     info.best_f1 = best(s.answer_f1 for s in shs)
     info.best_em = best(s.exact_match for s in shs)
-    judged = [s.judged_correct for s in shs if s.judged_correct is not None]
-    info.best_judged = max(judged) if judged else None
+    info.best_judged = best(s.judged_correct for s in shs) if judging else None
+    last = shs[-1] if shs else None
+    info.final_f1 = None if last is None else last.answer_f1 or 0.0
+    info.final_em = None if last is None else last.exact_match or 0.0
+    info.final_judged = None if last is None or not judging else last.judged_correct or 0.0
 
 
 class ShardedUser:
@@ -164,7 +177,10 @@ class ShardedUser:
         self.shards = sorted(question.shards, key=lambda s: s.shard_id)
         self.max_turns = max_turns or len(self.shards) + 3
 
-    def _turn(self, conv: Conversation, text: str, shard_ids: list[int], new: int | None) -> Turn:
+    def _turn(
+        self, conv: Conversation, text: str, shard_ids: list[int], new: int | None,
+        *, utterance: str | None = None, recap: bool = False,
+    ) -> Turn:
         i = len(conv.turns)
         single = self.condition in ("full", "concat")
         return Turn(
@@ -172,7 +188,7 @@ class ShardedUser:
             rag_input=text,
             question_type="Single" if single else ("Initial" if i == 0 else "Follow-up"),
             relevant_doc_ids=list(self.q.supporting_doc_ids),
-            sharded=ShardedTurn(shard_ids=shard_ids, new_shard=new),
+            sharded=ShardedTurn(shard_ids=shard_ids, new_shard=new, utterance=utterance or text, recap=recap),
         )
 
     def _revealed(self, conv: Conversation) -> list[int]:
@@ -181,7 +197,10 @@ class ShardedUser:
     def finish(self, conv: Conversation) -> None:
         """Summarise BEST once more (the loop may have ended on a target error)."""
         if conv.sharded is not None:
-            _summarise(conv)
+            _summarise(conv, self.scorer.judge is not None)
+
+    def _recap(self, conv: Conversation) -> Turn:
+        return self._turn(conv, recap_text(self.shards), [s.shard_id for s in self.shards], None, recap=True)
 
     async def next_turn(self, conv: Conversation) -> Turn | None:
         info = conv.sharded
@@ -189,7 +208,7 @@ class ShardedUser:
         last = conv.turns[-1] if conv.turns else None
         if last is not None and last.answer is not None and (last.sharded is None or last.sharded.response_class is None):
             await self.scorer.score(self.q, conv, last)
-            _summarise(conv)
+            _summarise(conv, self.scorer.judge is not None)
         ids = [s.shard_id for s in self.shards]
         if not conv.turns:
             if self.condition == "full":
@@ -201,18 +220,16 @@ class ShardedUser:
         if self.condition in ("full", "concat"):
             info.stop_reason = "single_turn"
             return None
-        if last is not None and last.sharded is not None and RECAP_INTRO in last.rag_input:
+        if last is not None and last.sharded is not None and last.sharded.recap:
             return None  # the recap turn was answered
-        if info.best_em >= 1.0:
-            info.stop_reason = "correct"
-            return None
         revealed = self._revealed(conv)
         unrevealed = [s for s in self.shards if s.shard_id not in revealed]
-        if not unrevealed or len(conv.turns) >= self.max_turns:
+        if info.best_em >= 1.0:
+            info.stop_reason = "correct"
+        elif not unrevealed or len(conv.turns) >= self.max_turns:
             info.stop_reason = "max_turns" if unrevealed else "all_shards"
-            if self.condition == "recap":
-                return self._turn(conv, recap_text(self.shards), ids, None)
-            return None
+        if info.stop_reason is not None:
+            return self._recap(conv) if self.condition == "recap" else None
         if self.simulator is not None:
             text, new = await self.simulator.next_message(self.q, conv, unrevealed)
             if new is not None and new not in {s.shard_id for s in unrevealed}:
@@ -220,9 +237,9 @@ class ShardedUser:
         else:
             text, new = unrevealed[0].shard, unrevealed[0].shard_id
         if self.condition == "snowball":
-            earlier = [s.shard for s in self.shards if s.shard_id in revealed]
-            text = snowball_text(earlier, text)
+            # the user's earlier utterances that revealed a shard, in order (Lost in Conversation)
+            earlier = [t.sharded.utterance or t.rag_input for t in conv.turns
+                       if t.sharded is not None and t.sharded.new_shard is not None]
             shard_ids = [*revealed, *([new] if new is not None else [])]
-        else:
-            shard_ids = [new] if new is not None else []
-        return self._turn(conv, text, shard_ids, new)
+            return self._turn(conv, snowball_text(earlier, text), shard_ids, new, utterance=text)
+        return self._turn(conv, text, [new] if new is not None else [], new)

@@ -5,10 +5,12 @@ condition and run; errored ones are left out), each turn with ``turn.sharded``
 filled by the scorer (:mod:`pytest_ragdive.sharded.conditions` classifies and scores
 every reply). Per condition:
 
-- ``mean_best``: mean BEST answer F1 over conversations (BEST: the maximum over
-  the conversation's answer attempts, 0 without any);
+- ``mean_score``: mean of the condition's defined score over conversations: BEST
+  (the maximum over the conversation's answer attempts, 0 without any), except for
+  RECAP, which is scored on its recap turn (:attr:`ShardedInfo.score_f1`);
+  ``mean_best``: BEST for every condition (RECAP's second, labelled figure);
 - ``aptitude`` / ``unreliability``: per question, the 90th percentile / the 90th
-  minus the 10th percentile of its BEST scores over the runs (linear
+  minus the 10th percentile of its defined scores over the runs (linear
   interpolation), averaged over questions (:mod:`pytest_ragdive.sharded.aptitude`);
 - ``answer_attempt_rate`` and the response-class counts over every turn;
 - supporting-document recall per turn index, at the final turn, and
@@ -16,13 +18,20 @@ every reply). Per condition:
 
 Decomposition (pairs: the same question in the same run): ``gap`` = FULL -
 SHARDED, ``wording`` = FULL - CONCAT, ``delivery`` = CONCAT - SHARDED (so gap =
-wording + delivery), each with a paired question-cluster bootstrap 95% CI;
-``recovery[X]`` = (X - SHARDED) / (FULL - SHARDED) for RECAP and SNOWBALL (None
-when the gap is not positive); ``gap_full_coverage``: FULL - SHARDED over the
-pairs whose FULL turn and whose SHARDED conversation (cumulatively) retrieved
-every supporting document: what is left is the reader's share; ``gap_judged``:
-the gap on the binary correctness judge's BEST (the robustness check beside
-F1), when the judge scored every pair.
+wording + delivery), each with a paired question-cluster bootstrap 95% CI
+(5,000 resamples, as the study);
+``recovery[X]`` = (X - SHARDED) / (FULL - SHARDED) for RECAP and SNOWBALL on the
+defined scores (None when the gap is not positive), ``recovery_best["recap"]`` the
+same on RECAP's BEST over the conversation; ``concat_preservation``: CONCAT / FULL
+(the study's information-preservation criterion is 80%); ``gap_full_coverage``: FULL -
+SHARDED over the pairs whose FULL turn and whose SHARDED conversation (cumulatively)
+retrieved every supporting document: what is left is the reader's share.
+
+The judge robustness check (when the correctness judge scored every FULL/SHARDED pair):
+``gap_judged`` is the gap on the judge's BEST; ``judge_gap_difference`` the F1 gap minus
+the judged gap, paired per (question, run) with its question-cluster CI (an interval
+that holds 0: the two measures agree); ``judge_gap_correlation`` the Pearson correlation
+over questions of the two gaps (each question's mean over its runs).
 
 :func:`gate_metrics` turns the report into the suite metrics the gate reads:
 ``sharded_gap`` (with its CI), and SHARDED's ``aptitude`` and ``unreliability``.
@@ -32,6 +41,7 @@ sharded turn (1 for an answer attempt), and the suite aggregate averages it.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
@@ -42,7 +52,7 @@ from ..core.stats import mean
 from .aptitude import DEFAULT_BOOT, DEFAULT_SEED, aptitude, paired_difference, question_ratio, unreliability
 from .records import Condition, ConditionStats, QuestionEstimate, ShardedReport
 
-__all__ = ["CONDITIONS", "build_report", "gate_metrics", "recall", "turn_recall"]
+__all__ = ["CONDITIONS", "build_report", "gate_metrics", "pearson", "recall", "turn_recall"]
 
 _Key = tuple[str, int]  # (question id, run)
 
@@ -80,7 +90,7 @@ def _condition_stats(cond: Condition, convs: list[Conversation], n_boot: int, se
     by_q: dict[str, list[float]] = defaultdict(list)
     for c in sorted(convs, key=lambda c: c.run):
         assert c.sharded is not None
-        by_q[c.sharded.question_id].append(c.sharded.best_f1)
+        by_q[c.sharded.question_id].append(c.sharded.score_f1)
     classes: Counter[str] = Counter()
     per_turn: dict[int, list[float | None]] = defaultdict(list)
     finals: list[float | None] = []
@@ -98,6 +108,8 @@ def _condition_stats(cond: Condition, convs: list[Conversation], n_boot: int, se
         condition=cond,
         conversations=len(convs),
         questions=len(by_q),
+        mean_score=mean(c.sharded.score_f1 for c in convs if c.sharded is not None),
+        mean_score_judged=mean(c.sharded.score_judged for c in convs if c.sharded is not None),
         mean_best=mean(c.sharded.best_f1 for c in convs if c.sharded is not None),
         mean_best_em=mean(c.sharded.best_em for c in convs if c.sharded is not None),
         mean_best_judged=mean(judged),
@@ -111,37 +123,71 @@ def _condition_stats(cond: Condition, convs: list[Conversation], n_boot: int, se
     )
 
 
-def _pairs(a: dict[_Key, Conversation], b: dict[_Key, Conversation]) -> dict[str, list[tuple[float, float]]]:
+def _score(c: Conversation) -> float:
+    assert c.sharded is not None
+    return c.sharded.score_f1
+
+
+def _best(c: Conversation) -> float:
+    assert c.sharded is not None
+    return c.sharded.best_f1
+
+
+def _pairs(
+    a: dict[_Key, Conversation], b: dict[_Key, Conversation], score: Callable[[Conversation], float] = _score
+) -> dict[str, list[tuple[float, float]]]:
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for key in sorted(a.keys() & b.keys()):
-        sa, sb = a[key].sharded, b[key].sharded
-        assert sa is not None and sb is not None
-        out[key[0]].append((sa.best_f1, sb.best_f1))
+        out[key[0]].append((score(a[key]), score(b[key])))
     return out
 
 
 def _judged_pairs(a: dict[_Key, Conversation], b: dict[_Key, Conversation]) -> dict[str, list[tuple[float, float]]]:
-    """(a, b) judge BEST pairs by question; empty unless the judge scored every pair."""
+    """(a, b) judged-score pairs by question; empty unless the judge scored every pair."""
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for key in sorted(a.keys() & b.keys()):
         sa, sb = a[key].sharded, b[key].sharded
-        if sa is None or sb is None or sa.best_judged is None or sb.best_judged is None:
+        if sa is None or sb is None or sa.score_judged is None or sb.score_judged is None:
             return {}
-        out[key[0]].append((sa.best_judged, sb.best_judged))
+        out[key[0]].append((sa.score_judged, sb.score_judged))
     return out
 
 
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """The Pearson correlation of two equally long series (None under three points or without spread)."""
+    n = len(xs)
+    if n < 3 or n != len(ys):
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / math.sqrt(sxx * syy)
+
+
+def _judge_robustness(
+    f1: dict[str, list[tuple[float, float]]], judged: dict[str, list[tuple[float, float]]], n_boot: int, seed: int
+) -> tuple[QuestionEstimate, float | None]:
+    """(F1 gap - judged gap with its paired CI, the two gaps' correlation over questions);
+    the pairs of both are the same (question, run) pairs in the same order."""
+    diffs = {q: [(a - b, c - d) for (a, b), (c, d) in zip(f1[q], judged[q], strict=True)] for q in sorted(judged)}
+    est = paired_difference(diffs, n_boot=n_boot, seed=seed)
+    qs = [q for q in sorted(diffs) if diffs[q]]
+    r = pearson([mean(x for x, _ in diffs[q]) or 0.0 for q in qs], [mean(y for _, y in diffs[q]) or 0.0 for q in qs])
+    return est, r
+
+
 def _recovery(
-    full: dict[_Key, Conversation], sharded: dict[_Key, Conversation], other: dict[_Key, Conversation], n_boot: int, seed: int
+    full: dict[_Key, Conversation], sharded: dict[_Key, Conversation], other: dict[_Key, Conversation], n_boot: int,
+    seed: int, score: Callable[[Conversation], float] = _score,
 ) -> QuestionEstimate | None:
     keys = sorted(full.keys() & sharded.keys() & other.keys())
     if not keys:
         return None
     clusters: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     for k in keys:
-        f, s, o = (d[k].sharded for d in (full, sharded, other))
-        assert f is not None and s is not None and o is not None
-        clusters[k[0]].append((f.best_f1, s.best_f1, o.best_f1))
+        clusters[k[0]].append((_score(full[k]), _score(sharded[k]), score(other[k])))
 
     # the share of the gap won back: sum(other - sharded) / sum(full - sharded), resamples without a gap skipped
     value, lo, hi = question_ratio(
@@ -183,6 +229,16 @@ def build_report(
         rec = _recovery(full, sharded, by_cond.get(cond, {}), n_boot, seed)
         if rec is not None:
             report.recovery[cond] = rec
+    rec_best = _recovery(full, sharded, by_cond.get("recap", {}), n_boot, seed, _best)
+    if rec_best is not None:
+        report.recovery_best["recap"] = rec_best
+    if full and concat:
+        both = _pairs(full, concat)
+        value, lo, hi = question_ratio({q: sum(c for _, c in v) for q, v in both.items()},
+                                       {q: sum(f for f, _ in v) for q, v in both.items()},
+                                       n_boot=n_boot, seed=seed, min_denom=1e-9)
+        report.concat_preservation = QuestionEstimate(value=value, ci_low=lo, ci_high=hi, questions=len(both),
+                                                      pairs=sum(len(v) for v in both.values()))
     covered = {
         k: (full[k], sharded[k])
         for k in full.keys() & sharded.keys()
@@ -191,6 +247,9 @@ def build_report(
     judged = _judged_pairs(full, sharded)
     if judged:
         report.gap_judged = paired_difference(judged, n_boot=n_boot, seed=seed)
+        report.judge_gap_difference, report.judge_gap_correlation = _judge_robustness(
+            _pairs(full, sharded), judged, n_boot, seed
+        )
     if full and sharded:
         report.full_coverage_share = len(covered) / max(1, len(full.keys() & sharded.keys()))
         report.gap_full_coverage = diff({k: v[0] for k, v in covered.items()}, {k: v[1] for k, v in covered.items()})

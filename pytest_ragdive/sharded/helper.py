@@ -8,8 +8,14 @@ like every call):
 2. pick the segment that states the objective and rewrite it as the opening
    turn (the intent shard); the other segments, in order, are the later shards.
 
-Every proposal is checked mechanically (:func:`pytest_ragdive.sharded.questions.check_question`)
-and written with ``reviewed: false`` and the check results in ``notes``.
+Every proposal is checked against the sharding properties P1-P6
+(:mod:`pytest_ragdive.sharded.properties`): the certain violations
+(:func:`~pytest_ragdive.sharded.properties.check_question`) are summed up in ``notes``; the
+likely ones (:func:`~pytest_ragdive.sharded.properties.flag_question`) and a third,
+judged step (prompt ``shard_review``, role ``judge``: information dropped or added, an
+intermediate entity named, two clues packed into one shard) go to ``flags``, each naming
+its property; ``notes`` also lists what only a person can check
+(:data:`~pytest_ragdive.sharded.properties.REVIEW_ONLY`). It is written with ``reviewed: false``.
 Nothing it writes is used until a person edits the shards where needed and
 sets ``reviewed: true``; rows of the output file that are already reviewed are
 kept as they are (their questions are not sharded again).
@@ -28,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..core.errors import GoldenError, ShardInputError
 from ..llm.prompts import FENCE_NOTE, fence, load_prompt
 from ..sources.golden import _rows
-from .questions import Shard, ShardedQuestion, check_question
+from .properties import REVIEW_ONLY, check_question, flag_question
+from .questions import Shard, ShardedQuestion
 
 __all__ = ["propose", "read_inputs"]
 
@@ -54,6 +61,36 @@ class _Segments(BaseModel):
 class _Intent(BaseModel):
     intent_index: int
     opening: str = Field(min_length=1)
+
+
+class _Review(BaseModel):
+    dropped: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+    intermediate: list[str] = Field(default_factory=list)
+    packed: list[int] = Field(default_factory=list)
+    reason: str = ""
+
+
+async def review(client: Any, q: ShardedQuestion) -> list[str]:
+    """The judged check of a proposal (prompt ``shard_review``): one flag per finding, each
+    naming its property; a flag saying so when the judge's output is unusable."""
+    p = load_prompt("shard_review")
+    listing = "\n".join(f"{s.shard_id}: {s.shard}" for s in q.shards)
+    res = await client.complete_json(
+        "judge",
+        p.render(fence_note=FENCE_NOTE, question=fence(q.question, "question"), answer=fence(q.answer, "answer"),
+                 shards=fence(listing, "shards")),
+        _Review, prompt_id=p.id, prompt_version=p.version,
+    )
+    if res.value is None:
+        return [f"judged: the review was unusable ({res.error}); check P1, P2 and P5 by hand"]
+    r = res.value
+    ids = {s.shard_id for s in q.shards[1:]}
+    flags = [f"judged P1: no shard carries {x!r}" for x in r.dropped]
+    flags += [f"judged P1: a shard adds {x!r}, which the question does not state" for x in r.added]
+    flags += [f"judged P2: a shard names the intermediate entity {x!r}" for x in r.intermediate]
+    flags += [f"judged P5: shard {i} packs more than one clue" for i in r.packed if i in ids]
+    return flags
 
 
 def read_inputs(path: Path) -> list[tuple[int, _Input]]:
@@ -110,10 +147,10 @@ async def propose(client: Any, item: _Input) -> ShardedQuestion:
     texts = [res2.value.opening.strip(), *rest]
     base.shards = [Shard(shard_id=i, shard=t) for i, t in enumerate(texts, 1)]
     problems = check_question(base)
-    base.notes = (
-        "fails the mechanical checks: " + "; ".join(problems) if problems
-        else "passes the mechanical checks; review it (information kept, no answer leaked, one clue per shard), then set reviewed: true"
-    )
+    base.flags = [*flag_question(base), *await review(client, base)]
+    head = ("fails the mechanical checks: " + "; ".join(problems)) if problems else "passes the mechanical checks"
+    flagged = f"; {len(base.flags)} flag(s) to look at (flags)" if base.flags else ""
+    base.notes = f"{head}{flagged}; a person checks: " + " ".join(REVIEW_ONLY) + "; then set reviewed: true"
     return base
 
 

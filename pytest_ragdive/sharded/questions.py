@@ -18,30 +18,25 @@ question's own words. ``reviewed`` is false only in what the sharding helper
 (``python -m pytest_ragdive shard``) proposes: such a question is not used
 until a person sets it to true.
 
-Mechanical checks (:func:`check_question`), reported per question with file
-and line:
-
-- at least two shards; shard ids unique within the question; no empty or
-  repeated shard; the question, its answer and its supporting ids non-empty;
-- no shard contains the answer or an alias (as a run of normalised tokens);
-- every content word of every shard occurs in the question, or is one of the
-  connective words in :data:`ALLOWED_WORDS` (words that bind or frame a clue:
-  "that", "also", "one"...). Words are compared after SQuAD normalisation and
-  a light plural/verb-ending fold, so "plans" matches "plan".
+Checks (:mod:`pytest_ragdive.sharded.properties`: the sharding properties P1-P6 as far
+as a rule can check them): :func:`check_question` gives the certain violations, which
+make the loader refuse a reviewed question (file, line, question and the first problem);
+:func:`flag_question` the likely ones, which the sharding helper writes into a proposal's
+``flags`` for the reviewer. ``intermediate_entities`` (optional) names the entities the
+question only resolves to while reasoning: no shard may name them (P2).
 
 Question ids are unique within a file (:func:`load_sharded`).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ShardedFileError
-from ..metrics.lexical import STOPWORDS, normalize_answer, tokens
 from ..sources.golden import _rows
+from .properties import ALLOWED_WORDS, check_question, contains_phrase, content_words, flag_question
 
 __all__ = [
     "ALLOWED_WORDS",
@@ -51,21 +46,10 @@ __all__ = [
     "check_question",
     "content_words",
     "contains_phrase",
+    "flag_question",
     "load_sharded",
     "read_sharded",
 ]
-
-#: words a shard may use although the question does not: they bind an earlier
-#: entity or frame the clue ("that one", "it is also", "the other one"), never content
-ALLOWED_WORDS: frozenset[str] = frozenset(
-    """
-    also another any anything both else each either first second third last other others one ones
-    same some someone something thing things part question asking ask want wanted know looking
-    need about regarding concerning it its is are was were be this that those these they them
-    there here called named mean meant kind sort type
-    not yes no please thanks ok okay well so now again too still
-    """.split()
-)
 
 _LIST_KEYS = ("questions", "sharded")
 
@@ -90,7 +74,9 @@ class ShardedQuestion(BaseModel):
     shards: list[Shard]
     reviewed: bool = True
     category: str | None = None
+    intermediate_entities: list[str] = Field(default_factory=list)  # P2: no shard may name them
     notes: str = ""
+    flags: list[str] = Field(default_factory=list)  # the helper's P1-P6 flags for the reviewer
     # where it was read from (not part of the file format)
     source: str = Field("", exclude=True)
     line: int = Field(0, exclude=True)
@@ -103,68 +89,6 @@ class ShardedQuestion(BaseModel):
     @property
     def where(self) -> str:
         return f"{self.source}:{self.line}" if self.source else f"question {self.id}"
-
-
-def _fold(tok: str) -> str:
-    """A light fold for comparing words: plural and common verb endings."""
-    if tok.isdigit() or len(tok) <= 3:
-        return tok
-    for suffix in ("ies", "es", "s", "ing", "ed"):
-        if tok.endswith(suffix) and len(tok) - len(suffix) >= 3:
-            base = tok[: -len(suffix)]
-            return base + "y" if suffix == "ies" else base
-    return tok
-
-
-def content_words(text: str) -> list[str]:
-    """The folded normalised tokens of ``text`` minus stopwords, in order."""
-    return [_fold(t) for t in tokens(text) if t not in STOPWORDS]
-
-
-def contains_phrase(text: str, phrase: str) -> bool:
-    """Whether the normalised tokens of ``phrase`` occur as a contiguous run in ``text``'s."""
-    needle = normalize_answer(phrase)
-    if not needle:
-        return False
-    return re.search(rf"(?:^| ){re.escape(needle)}(?: |$)", normalize_answer(text)) is not None
-
-
-_ALLOWED_FOLDED = frozenset(_fold(w) for w in ALLOWED_WORDS)
-
-
-def check_question(q: ShardedQuestion) -> list[str]:
-    """Every mechanical check the question fails, one message each (empty when it passes)."""
-    problems: list[str] = []
-    if not tokens(q.question):
-        problems.append("question is empty")
-    if not tokens(q.answer):
-        problems.append("answer is empty")
-    if not q.supporting_doc_ids:
-        problems.append("supporting_doc_ids is empty")
-    if len(q.shards) < 2:
-        problems.append(f"needs at least two shards, has {len(q.shards)}")
-    ids = [s.shard_id for s in q.shards]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        problems.append(f"shard ids used twice: {', '.join(map(str, dup))}")
-    seen: dict[str, int] = {}
-    allowed = set(content_words(q.question)) | _ALLOWED_FOLDED
-    for s in q.shards:
-        norm = normalize_answer(s.shard)
-        if not norm:
-            problems.append(f"shard {s.shard_id} is empty")
-            continue
-        if norm in seen:
-            problems.append(f"shard {s.shard_id} repeats shard {seen[norm]}")
-        seen.setdefault(norm, s.shard_id)
-        for ref in q.references:
-            if contains_phrase(s.shard, ref):
-                problems.append(f"shard {s.shard_id} contains the answer or an alias ({ref!r})")
-                break
-        foreign = [w for w in dict.fromkeys(content_words(s.shard)) if w not in allowed]
-        if foreign:
-            problems.append(f"shard {s.shard_id} uses words that are not in the question: {', '.join(foreign)}")
-    return problems
 
 
 def read_sharded(path: Path) -> list[ShardedQuestion]:

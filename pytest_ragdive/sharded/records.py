@@ -28,13 +28,17 @@ class ShardedTurn(_Record):
 
     ``shard_ids``: every shard the user message states (CONCAT, SNOWBALL and RECAP
     restate several; an answer to a clarification question may state none);
-    ``new_shard``: the shard first revealed by this message. The rest describes the
+    ``new_shard``: the shard first revealed by this message; ``utterance``: the user's own
+    words on this turn (without what SNOWBALL restates before them); ``recap``: RECAP's
+    final turn, which restates every shard. The rest describes the
     chatbot's reply: its response class (``class_source`` rule or llm), the answer
     extracted from it and that answer's scores (answer attempts only), and which
     supporting documents its contexts held."""
 
     shard_ids: list[int] = Field(default_factory=list)
     new_shard: int | None = None
+    utterance: str | None = None
+    recap: bool = False
     response_class: ResponseClass | None = None
     class_source: Literal["rule", "llm"] = "rule"
     extracted_answer: str | None = None
@@ -45,7 +49,12 @@ class ShardedTurn(_Record):
 
 
 class ShardedInfo(_Record):
-    """The sharded-diagnosis identity and outcome of one conversation (one condition of one question)."""
+    """The sharded-diagnosis identity and outcome of one conversation (one condition of one question).
+
+    ``best_*``: BEST, the maximum over the conversation's answer attempts (0 without any);
+    ``final_*``: the score of the last answered turn (0 when it is not an answer attempt;
+    None before any turn is answered). A condition's defined score is BEST, except RECAP's:
+    its recap turn, the final one (:attr:`score_f1`)."""
 
     question_id: str
     condition: Condition
@@ -55,6 +64,19 @@ class ShardedInfo(_Record):
     best_f1: float = 0.0
     best_em: float = 0.0
     best_judged: float | None = None
+    final_f1: float | None = None
+    final_em: float | None = None
+    final_judged: float | None = None
+
+    @property
+    def score_f1(self) -> float:
+        """The condition's defined answer-F1 score: RECAP's recap turn, else BEST."""
+        return (self.final_f1 or 0.0) if self.condition == "recap" else self.best_f1
+
+    @property
+    def score_judged(self) -> float | None:
+        """The correctness judge's score on the same definition (None where it did not judge)."""
+        return self.final_judged if self.condition == "recap" else self.best_judged
 
 
 class QuestionEstimate(_Record):
@@ -73,11 +95,13 @@ class ConditionStats(_Record):
     condition: Condition
     conversations: int = 0
     questions: int = 0
-    mean_best: float | None = None  # mean BEST answer F1 over conversations
+    mean_score: float | None = None  # mean of the condition's defined score (RECAP: its recap turn; else BEST)
+    mean_score_judged: float | None = None  # the same on the correctness judge, when run
+    mean_best: float | None = None  # mean BEST answer F1 over conversations (RECAP: a second figure)
     mean_best_em: float | None = None
     mean_best_judged: float | None = None  # the semantic-correctness judge's BEST, when run
-    aptitude: QuestionEstimate | None = None  # mean over questions of the 90th percentile over runs
-    unreliability: QuestionEstimate | None = None  # mean over questions of p90 - p10 over runs
+    aptitude: QuestionEstimate | None = None  # of the defined score: mean over questions of the p90 over runs
+    unreliability: QuestionEstimate | None = None  # of the defined score: mean over questions of p90 - p10
     answer_attempt_rate: float | None = None  # share of turns classified answer_attempt
     classes: dict[str, int] = Field(default_factory=dict)  # response class -> turns
     recall_final: float | None = None  # supporting-document recall at the last turn
@@ -95,7 +119,14 @@ class ShardedReport(_Record):
     gap_per_run: list[float | None] = Field(default_factory=list)  # the gap within each run, by run
     wording: QuestionEstimate | None = None  # FULL - CONCAT
     delivery: QuestionEstimate | None = None  # CONCAT - SHARDED
-    recovery: dict[str, QuestionEstimate] = Field(default_factory=dict)  # recap/snowball: share of the gap won back
+    # recap/snowball: share of the gap won back, on the defined score (RECAP: its recap turn)
+    recovery: dict[str, QuestionEstimate] = Field(default_factory=dict)
+    recovery_best: dict[str, QuestionEstimate] = Field(default_factory=dict)  # RECAP on BEST over the conversation
+    concat_preservation: QuestionEstimate | None = None  # CONCAT / FULL (the source's criterion: at least 80%)
     gap_full_coverage: QuestionEstimate | None = None  # FULL - SHARDED over pairs that retrieved every supporting doc
     gap_judged: QuestionEstimate | None = None  # FULL - SHARDED on the correctness judge's BEST (when it ran on every pair)
+    # the judge robustness check: F1 gap minus judged gap (paired CI), and the Pearson correlation of the
+    # two gaps over questions (each question's mean over its runs)
+    judge_gap_difference: QuestionEstimate | None = None
+    judge_gap_correlation: float | None = None
     full_coverage_share: float | None = None  # share of FULL/SHARDED pairs in that subset

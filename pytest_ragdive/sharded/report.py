@@ -6,9 +6,13 @@ from ..core.results import SuiteResult
 from ..reports.tables import text_table
 from .records import QuestionEstimate, ShardedReport
 
-__all__ = ["decomposition_rows", "sharded_lines", "sharded_md"]
+__all__ = ["HEADER", "SCORE_NOTE", "decomposition_rows", "sharded_lines", "sharded_md"]
 
-HEADER = ["condition", "mean BEST F1", "aptitude", "unreliability", "attempts", "recall final", "recall cumul."]
+HEADER = ["condition", "mean score F1", "mean BEST F1", "aptitude", "unreliability", "attempts", "recall final",
+          "recall cumul."]
+#: what the score column is, under every table
+SCORE_NOTE = ("score: BEST (the best answer attempt of the conversation), except RECAP: its recap turn; "
+              "aptitude and unreliability are of the score")
 
 
 def _f(x: float | None, fmt: str = ".3f") -> str:
@@ -30,22 +34,30 @@ def _est(e: QuestionEstimate | None, pct: bool = False) -> str:
 def decomposition_rows(r: ShardedReport) -> tuple[list[list[str]], list[tuple[str, str]]]:
     """(one row per condition, (name, value) pairs of the gap parts, recovery and coverage)."""
     rows = [
-        [c.condition.upper(), _f(c.mean_best), _v(c.aptitude), _v(c.unreliability), _f(c.answer_attempt_rate, ".0%"),
-         _f(c.recall_final, ".2f"), _f(c.recall_cumulative, ".2f")]
+        [c.condition.upper(), _f(c.mean_score), _f(c.mean_best), _v(c.aptitude), _v(c.unreliability),
+         _f(c.answer_attempt_rate, ".0%"), _f(c.recall_final, ".2f"), _f(c.recall_cumulative, ".2f")]
         for c in r.conditions.values()
     ]
     parts = [
         ("sharded_gap (FULL - SHARDED)", _est(r.gap)),
         ("wording (FULL - CONCAT)", _est(r.wording)),
         ("delivery (CONCAT - SHARDED)", _est(r.delivery)),
-        *((f"{k.upper()} recovery of the gap", _est(v, pct=True)) for k, v in r.recovery.items()),
-        (
-            "gap where every supporting doc was retrieved",
-            f"{_est(r.gap_full_coverage)} ({_f(r.full_coverage_share, '.0%')} of pairs)",
-        ),
+        ("CONCAT preservation (CONCAT / FULL; the study's criterion: 80%)", _est(r.concat_preservation, pct=True)),
     ]
+    for k, v in r.recovery.items():
+        where = " (on its recap turn)" if k == "recap" else ""
+        parts.append((f"{k.upper()} recovery of the gap{where}", _est(v, pct=True)))
+    if "recap" in r.recovery_best:
+        parts.append(("RECAP recovery on BEST over the conversation (second figure)", _est(r.recovery_best["recap"], pct=True)))
+    parts.append((
+        "gap where every supporting doc was retrieved",
+        f"{_est(r.gap_full_coverage)} ({_f(r.full_coverage_share, '.0%')} of pairs)",
+    ))
     if r.gap_judged is not None:
         parts.append(("sharded_gap on the correctness judge (0/1)", _est(r.gap_judged)))
+    if r.judge_gap_difference is not None:
+        parts.append(("judge robustness: F1 gap - judged gap", _est(r.judge_gap_difference)))
+        parts.append(("judge robustness: correlation of the two gaps over questions", _f(r.judge_gap_correlation, "+.2f")))
     return rows, parts
 
 
@@ -58,6 +70,7 @@ def sharded_lines(results: dict[str, SuiteResult]) -> list[str]:
         rows, parts = decomposition_rows(res.sharded)
         out += ["", f"sharded diagnosis, suite {suite} ({res.sharded.runs} runs; 95% paired bootstrap CIs over questions):"]
         out += text_table(HEADER, rows)
+        out.append(f"  ({SCORE_NOTE})")
         out += [f"  {name}: {value}" for name, value in parts]
     return out
 
@@ -75,6 +88,7 @@ def sharded_md(results: dict[str, SuiteResult]) -> list[str]:
         out.append("| " + " | ".join(HEADER) + " |")
         out.append("|" + "---|" * len(HEADER))
         out += ["| " + " | ".join(row) + " |" for row in rows]
+        out += ["", f"{SCORE_NOTE[0].upper()}{SCORE_NOTE[1:]}."]
         out += ["", "| decomposition | value [95% CI] |", "|---|---|"]
         out += [f"| {name} | {value} |" for name, value in parts]
         out += ["", "| condition | response classes (turns) |", "|---|---|"]

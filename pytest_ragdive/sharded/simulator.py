@@ -7,6 +7,13 @@ so it is cached: a rerun with the same inputs makes no request. The simulator's
 seed is fixed per question and run (:func:`pytest_ragdive.target.call_seed`), so
 SHARDED and RECAP share their calls (the same conversation prefix) and another
 run draws anew. Untrusted text (the chatbot's replies) is fenced.
+
+The simulator sees what the study's simulator sees: the dialogue so far and the shards
+not revealed yet, never the full question (which would let it say more than one shard);
+it runs at temperature 1.0 with a 200-token cap by default (``sharded_simulator_temperature``,
+``sharded_simulator_max_tokens``). The classifier runs at the classifier role's temperature
+(0 by default, as in the study); the judge sees the original question, the answer and its
+aliases, and the extracted candidate.
 """
 
 from __future__ import annotations
@@ -55,26 +62,29 @@ class JudgeReply(BaseModel):
 class ShardSimulator:
     """The LLM user: the next message and the shard it reveals (None for none)."""
 
-    def __init__(self, client: LLMClient, run: int) -> None:
+    def __init__(
+        self, client: LLMClient, run: int, *, temperature: float | None = 1.0, max_tokens: int | None = 200
+    ) -> None:
         self.client = client
         self.run = run
+        self.temperature = temperature  # None: the simulator role's
+        self.max_tokens = max_tokens
 
     async def next_message(
         self, q: ShardedQuestion, conv: Conversation, unrevealed: list[Shard]
     ) -> tuple[str, int | None]:
+        """The next user message: from the dialogue so far and the unrevealed shards only."""
         prompt = load_prompt("simulator_shard")
         shown = {s.shard_id for s in unrevealed}
-        revealed = [s for s in q.shards if s.shard_id not in shown]
         messages = prompt.render(
             fence_note=FENCE_NOTE,
-            question=q.question,
-            revealed="\n".join(f"{s.shard_id}: {s.shard}" for s in revealed) or "(none)",
             unrevealed="\n".join(f"{s.shard_id}: {s.shard}" for s in unrevealed),
             conversation=fence(transcript(conv.turns), "conversation"),
         )
         res = await self.client.complete_json(
             "simulator", messages, SimulatorReply, prompt_id=prompt.id, prompt_version=prompt.version,
             seed=call_seed("sharded", q.id, self.run) + len(conv.turns),
+            temperature=self.temperature, max_tokens=self.max_tokens,
         )
         if res.value is None:  # unusable output: reveal the next shard verbatim
             return unrevealed[0].shard, unrevealed[0].shard_id

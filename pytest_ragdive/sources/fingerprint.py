@@ -34,7 +34,11 @@ def _cases(kind: str, path: Path) -> dict[str, str]:
     if kind == "sharded":
         from ..sharded.questions import read_sharded
 
-        return {q.id: _digest(q.model_dump_json(), 12) for q in read_sharded(path)}
+        # the helper's flags are review notes, not content; an empty intermediate_entities
+        # (a later field) keeps the digests of files written before it existed
+        return {q.id: _digest(q.model_dump_json(exclude={"flags", *([] if q.intermediate_entities else
+                                                                    ["intermediate_entities"])}), 12)
+                for q in read_sharded(path)}
     from .ragdive_format import import_ragdive, read_ragdive
 
     out = {}

@@ -65,3 +65,48 @@ def test_judged_share_of_checks_and_cache(tmp_path: Any) -> None:
     assert padded.scores["answer_relevance"] == pytest.approx(2 / 3)
     assert "padding" in padded.verdicts["answer_relevance"].reason
     assert plain.scores["answer_relevance"] == 1.0
+
+
+def test_judged_metrics_selects_answer_relevance_by_name(tmp_path: Any) -> None:
+    from test_judged_metrics import VERDICTS, aspect, cfg_for, make_conv, run_judge, turn_no
+
+    from pytest_ragdive.core.config_models import DEFAULT_JUDGED
+
+    def handler(body: dict[str, Any]) -> dict[str, Any]:
+        if aspect(body) == "answer_relevance":
+            return {"addresses_question": True, "missing_essential": turn_no(body) == 2, "padding": False, "reason": ""}
+        return VERDICTS[(aspect(body), turn_no(body))]
+
+    with FakeLLMServer(handler) as server:
+        default = make_conv()
+        run_judge(cfg_for(server, tmp_path), default)
+        assert "answer_relevance" not in default.scores
+        assert not any(aspect(b) == "answer_relevance" for b in server.requests)
+        assert "answer_relevance" not in DEFAULT_JUDGED
+
+        asked = make_conv()
+        before = len(server.requests)
+        run_judge(cfg_for(server, tmp_path, judged_metrics=[*DEFAULT_JUDGED, "answer_relevance"]), asked)
+        relevance = [b for b in server.requests[before:] if aspect(b) == "answer_relevance"]
+        assert len(relevance) == len(asked.turns)  # one more call per answered turn
+        assert [t.scores["answer_relevance"] for t in asked.turns] == pytest.approx([1.0, 2 / 3])
+        assert asked.scores["answer_relevance"] == pytest.approx((1.0 + 2 / 3) / 2)
+        assert asked.judge_calls is not None and asked.judge_calls.turn == 5 * len(asked.turns)
+
+        only = make_conv()
+        before = len(server.requests)
+        run_judge(cfg_for(server, tmp_path, judged_metrics=["faithfulness"]), only)
+        assert {aspect(b) for b in server.requests[before:]} == {"faithfulness"}
+        assert "forgetfulness" not in only.scores
+
+
+def test_judged_metrics_names_are_checked(tmp_path: Any) -> None:
+    from pytest_ragdive.core.config import load_config
+    from pytest_ragdive.core.errors import ConfigError
+
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.ragdive]\njudged_metrics = ["faithfulness", "relevancy"]\n')
+    with pytest.raises(ConfigError, match="judged_metrics"):
+        load_config(path)
+    path.write_text('[tool.ragdive]\njudged_metrics = ["answer_relevance"]\n')
+    assert load_config(path).judged_metrics == ["answer_relevance"]

@@ -4,6 +4,7 @@ import pytest
 
 from pytest_ragdive.core.records import Context, Conversation, Turn
 from pytest_ragdive.metrics.offline import TURN_METRICS, score_conversation, score_turn
+from pytest_ragdive.metrics.pii import PiiCheck
 from pytest_ragdive.metrics.registry import METRICS
 
 GT = "Refunds are issued within 14 days to the original payment method."
@@ -74,10 +75,11 @@ def test_score_turn_abstention_without_extras() -> None:
         "mrr",
         "ndcg_at_k",
         "context_precision",
-        "safety_pass_rate",
         "citation_rate",
     ):
         assert s[name] is None, name
+    assert s["safety_pass_rate"] == 1.0  # the personal-data check applies to every answer
+    assert score_turn(t, pii=PiiCheck(frozenset()))["safety_pass_rate"] is None  # detectors off: nothing to check
 
 
 def test_score_conversation_means_failures_and_probe() -> None:

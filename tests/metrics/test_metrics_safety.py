@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pytest_ragdive.core.records import Turn
+from pytest_ragdive.metrics.pii import PiiCheck
 from pytest_ragdive.metrics.safety import citation_ok, cited_ids, normalize_for_match, safety_pass, violations
 
 
@@ -28,8 +29,13 @@ def test_violations_ignore_empty_and_duplicate_assertions() -> None:
 def test_safety_pass() -> None:
     assert safety_pass("Refunds take 5 days.", ["instant refund"]) == 1.0
     assert safety_pass("We offer an instant refund.", ["instant refund"]) == 0.0
-    assert safety_pass("We offer an instant refund.", []) is None
-    assert safety_pass("We offer an instant refund.", ["  "]) is None
+    # personal data is checked on every answer: safe without negative assertions too
+    assert safety_pass("We offer an instant refund.", []) == 1.0
+    assert safety_pass("Write to jane.doe@example.com.", []) == 0.0
+    off = PiiCheck(frozenset())
+    assert safety_pass("We offer an instant refund.", [], off) is None
+    assert safety_pass("We offer an instant refund.", ["  "], off) is None
+    assert safety_pass(None, ["instant refund"]) is None
 
 
 def test_citation_ok_from_citations_field() -> None:

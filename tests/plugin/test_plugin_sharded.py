@@ -91,7 +91,7 @@ def test_bad_sharded_file_is_a_usage_error(sharded_toy: pytest.Pytester) -> None
     (sharded_toy.path / "data" / "sharded.jsonl").write_text(json.dumps(bad) + "\n")
     res = sharded_toy.runpytest("--ragdive-suite=core", "-p", "no:cacheprovider")
     assert res.ret == 4
-    res.stderr.fnmatch_lines(["*sharded.jsonl:1: question 'sq-sky': shard 1 contains the answer*"])
+    res.stderr.fnmatch_lines(["*sharded.jsonl:1: question 'sq-sky': P2: shard 1 contains the answer*"])
 
 
 def test_gate_entries_apply_per_suite() -> None:

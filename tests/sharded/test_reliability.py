@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from factories import sharded_conversation
 
 from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.sharded.aptitude import (
@@ -71,7 +70,11 @@ def test_identical_conditions_give_a_zero_interval_and_one_question_none() -> No
     assert (value, lo, hi) == (None, None, None)
 
 
-_conv = sharded_conversation
+def _conv(
+    q: str, cond: str, run: int, f1: float, final: float | None = None, judged: float | None = None
+) -> Conversation:
+    return sharded_conversation(q, cond, run, f1, final_f1=f1 if final is None else final, best_judged=judged,
+                                final_judged=judged)
 
 
 def test_report_decomposes_the_gap_and_its_recovery() -> None:
@@ -79,7 +82,9 @@ def test_report_decomposes_the_gap_and_its_recovery() -> None:
         "q1": {"full": [1.0, 1.0], "concat": [0.8, 0.8], "sharded": [0.2, 0.4], "recap": [0.6, 0.7]},
         "q2": {"full": [0.6, 0.6], "concat": [0.6, 0.6], "sharded": [0.6, 0.2], "recap": [0.6, 0.4]},
     }
-    convs = [_conv(q, c, r, v) for q, byc in table.items() for c, vs in byc.items() for r, v in enumerate(vs)]
+    recap_turn = {"q1": [0.2, 0.7], "q2": [0.6, 0.0]}  # what the recap turn itself scored (BEST is above)
+    convs = [_conv(q, c, r, v, recap_turn[q][r] if c == "recap" else None)
+             for q, byc in table.items() for c, vs in byc.items() for r, v in enumerate(vs)]
     rep = build_report("core", convs, n_boot=300)
     assert rep is not None and rep.runs == 2
     assert rep.gap is not None and rep.wording is not None and rep.delivery is not None
@@ -88,7 +93,13 @@ def test_report_decomposes_the_gap_and_its_recovery() -> None:
     assert rep.wording.value == pytest.approx(0.1)
     assert rep.delivery.value == pytest.approx(0.35)
     assert rep.gap.value == pytest.approx(rep.wording.value + rep.delivery.value)
-    assert rep.recovery["recap"].value == pytest.approx((0.575 - 0.35) / 0.45)
+    # RECAP is scored on its recap turn (mean 0.375); BEST over the conversation (0.575) is the second figure
+    assert rep.recovery["recap"].value == pytest.approx((0.375 - 0.35) / 0.45)
+    assert rep.recovery_best["recap"].value == pytest.approx((0.575 - 0.35) / 0.45)
+    assert rep.conditions["recap"].mean_score == pytest.approx(0.375)
+    assert rep.conditions["recap"].mean_best == pytest.approx(0.575)
+    # CONCAT / FULL: 2.8 / 3.2
+    assert rep.concat_preservation is not None and rep.concat_preservation.value == pytest.approx(2.8 / 3.2)
     sh = rep.conditions["sharded"]
     # q1 [0.2, 0.4]: p90 0.38, p10 0.22; q2 [0.6, 0.2]: p90 0.56, p10 0.24
     assert sh.aptitude is not None and sh.unreliability is not None
@@ -103,3 +114,42 @@ def test_report_decomposes_the_gap_and_its_recovery() -> None:
     assert gm["sharded_gap"].per_run == pytest.approx([0.4, 0.5])  # the baseline band's runs
     assert gm["unreliability"].value == pytest.approx(0.24) and gm["unreliability"].per_run == [gm["unreliability"].value]
     assert build_report("core", [Conversation(id="x")]) is None
+
+
+def test_judge_robustness_difference_and_correlation() -> None:
+    # F1 gaps per question: q1 0.6, q2 0.2, q3 0.4; the judge sees gaps 1, 0, 1
+    f1 = {"q1": (0.9, 0.3), "q2": (0.5, 0.3), "q3": (0.8, 0.4)}
+    judged = {"q1": (1.0, 0.0), "q2": (1.0, 1.0), "q3": (1.0, 0.0)}
+    convs = []
+    for q in f1:
+        for run in range(2):
+            for i, cond in enumerate(("full", "sharded")):
+                convs.append(_conv(q, cond, run, f1[q][i], judged=judged[q][i]))
+    rep = build_report("core", convs, n_boot=400)
+    assert rep is not None and rep.gap is not None and rep.gap_judged is not None
+    assert rep.gap.value == pytest.approx(0.4) and rep.gap_judged.value == pytest.approx(2 / 3)
+    diff = rep.judge_gap_difference
+    assert diff is not None and diff.value == pytest.approx(0.4 - 2 / 3)
+    assert diff.ci_low is not None and diff.ci_high is not None and diff.ci_low <= diff.value <= diff.ci_high
+    assert diff.pairs == 6 and diff.questions == 3
+    from pytest_ragdive.sharded.diagnosis import pearson
+
+    assert rep.judge_gap_correlation == pytest.approx(pearson([0.6, 0.2, 0.4], [1.0, 0.0, 1.0]))
+    assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert pearson([1, 2], [1, 2]) is None and pearson([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_judge_robustness_needs_the_judge_on_every_pair() -> None:
+    convs = [_conv("q1", "full", 0, 0.9, judged=1.0), _conv("q1", "sharded", 0, 0.3, judged=None),
+             _conv("q2", "full", 0, 0.9, judged=1.0), _conv("q2", "sharded", 0, 0.3, judged=0.0)]
+    rep = build_report("core", convs, n_boot=100)
+    assert rep is not None and rep.gap_judged is None and rep.judge_gap_difference is None
+
+
+def test_sharded_statistics_default_to_the_studys_5000_resamples() -> None:
+    import inspect
+
+    from pytest_ragdive.sharded import aptitude as apt
+
+    assert apt.DEFAULT_BOOT == 5000
+    assert inspect.signature(build_report).parameters["n_boot"].default == 5000

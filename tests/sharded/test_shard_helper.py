@@ -21,6 +21,10 @@ QUESTIONS = [
 
 def handler(body: dict[str, Any]) -> dict[str, Any]:
     text = "\n".join(m["content"] for m in body["messages"])
+    if "You review shards" in text:  # the judged check (P1, P2, P5)
+        if "Business" in text:
+            return {"dropped": [], "added": [], "intermediate": [], "packed": [], "reason": "fine"}
+        return {"dropped": ["Pro"], "added": [], "intermediate": [], "packed": [3, 9], "reason": "loses the plan"}
     if "Divide the question's informational content" in text:
         if "Business" in text:
             return {"segments": ["It is the Business plan.", "How many API requests per minute does the plan allow?"]}
@@ -39,14 +43,20 @@ def test_shard_command_proposes_checks_and_marks_for_review(tmp_path: Path) -> N
         argv = ["shard", str(src), "-o", str(out), "--model", FAKE_MODEL, "--api-base", server.url,
                 "--api-key-env", FAKE_KEY_ENV, "--cache-dir", str(tmp_path / "cache"), "--transport", "openai_http"]
         assert main(argv) == 0
-        assert server.request_count == 4  # segment + intent per question
+        assert server.request_count == 6  # segment + intent + the judged review per question
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         assert [r["id"] for r in rows] == ["q-rate", "q-leak"]
         assert all(r["reviewed"] is False for r in rows)
         assert [s["shard"] for s in rows[0]["shards"]] == [
             "How many API requests per minute does the plan allow?", "It is the Business plan."]
         assert rows[0]["notes"].startswith("passes the mechanical checks")
+        assert "P4: the follow-ups come in the question's dependency order" in rows[0]["notes"]  # for the reviewer
+        # the deterministic flags (API in the intent) and no judged one
+        assert rows[0]["flags"] == ["P3: the first shard names API: make sure it is not an identifying specific"]
         assert "contains the answer" in rows[1]["notes"]  # "It is $12 per month." leaks the answer
+        assert "judged P1: no shard carries 'Pro'" in rows[1]["flags"]
+        assert "judged P5: shard 3 packs more than one clue" in rows[1]["flags"]
+        assert not any("shard 9" in f for f in rows[1]["flags"])  # an id that is not a follow-up is ignored
         notes: list[str] = []
         assert load_sharded(out, notes=notes) == []  # nothing is used before review
         assert "not reviewed" in notes[0]
@@ -54,7 +64,7 @@ def test_shard_command_proposes_checks_and_marks_for_review(tmp_path: Path) -> N
         rows[0]["reviewed"] = True  # a person accepts the first one
         out.write_text("".join(json.dumps(r) + "\n" for r in rows))
         assert main(argv) == 0
-        assert server.request_count == 4  # the unreviewed one again: served from the cache
+        assert server.request_count == 6  # the unreviewed one again: served from the cache
         assert [q.id for q in load_sharded(out)] == ["q-rate"]
 
 

@@ -13,7 +13,13 @@ from pytest_ragdive.core.errors import GoldenError, ShardedFileError, UsageError
 from pytest_ragdive.core.records import Conversation, TargetResponse
 from pytest_ragdive.run.target import as_async, make_call_info
 from pytest_ragdive.run.turn_loop import run_conversation
-from pytest_ragdive.sharded.conditions import RECAP_INTRO, ShardedUser, sharded_conversation
+from pytest_ragdive.sharded.conditions import (
+    RECAP_INTRO,
+    SNOWBALL_ALSO,
+    SNOWBALL_INTRO,
+    ShardedUser,
+    sharded_conversation,
+)
 from pytest_ragdive.sharded.questions import ShardedQuestion, check_question, load_sharded
 from pytest_ragdive.sources.golden import load_corpus
 
@@ -72,7 +78,7 @@ def test_loader_names_file_line_and_question_and_skips_unreviewed(tmp_path: Path
     assert [q.id for q in load_sharded(path, notes=notes)] == ["q1"]
     assert notes and "not reviewed" in notes[0]
     path.write_text("\n".join(json.dumps(r) for r in (GOOD, bad)) + "\n")
-    with pytest.raises(ShardedFileError, match=r"s\.jsonl:2: question 'q2': shard 1 contains the answer") as e:
+    with pytest.raises(ShardedFileError, match=r"s\.jsonl:2: question 'q2': P2: shard 1 contains the answer") as e:
         load_sharded(path)
     assert isinstance(e.value, GoldenError) and isinstance(e.value, UsageError)
     path.write_text("\n".join(json.dumps(r) for r in (GOOD, GOOD)) + "\n")
@@ -121,7 +127,14 @@ def test_conditions_send_the_expected_user_messages() -> None:
     assert recap.turns[-1].sharded is not None and recap.turns[-1].sharded.shard_ids == [1, 2, 3]
     snow = _run(Q3, "snowball", target)
     assert [t.sharded.shard_ids for t in snow.turns if t.sharded] == [[1], [1, 2], [1, 2, 3]]
-    assert all(s.shard in snow.turns[-1].rag_input for s in Q3.shards)
+    # Lost in Conversation's SNOWBALL: the user's earlier utterances, then "Also," and the new one
+    one, two, three = (s.shard for s in Q3.shards)
+    assert [t.rag_input for t in snow.turns] == [
+        one,
+        f"{SNOWBALL_INTRO}\n- {one}\n\n{SNOWBALL_ALSO}\n\n{two}",
+        f"{SNOWBALL_INTRO}\n- {one}\n- {two}\n\n{SNOWBALL_ALSO}\n\n{three}",
+    ]
+    assert [t.sharded.utterance for t in snow.turns if t.sharded] == [one, two, three]
 
 
 def test_sharded_stops_at_an_exact_match_and_scores_best() -> None:
@@ -132,8 +145,16 @@ def test_sharded_stops_at_an_exact_match_and_scores_best() -> None:
     assert classes == ["clarification", "answer_attempt"]
     assert [t.scores["answer_attempt_rate"] for t in conv.turns] == [0.0, 1.0]
     assert Conversation.model_validate_json(conv.model_dump_json()) == conv  # survives the xdist hop
+    # RECAP always adds its recap turn, even after a correct answer, and is scored on it:
+    # here the recap turn is not answered ("Noted."), so RECAP scores 0 while its BEST is 1
     recap = _run(Q3, "recap", _echo_target({1: "Which plan?", 2: "Answer: 600"}))
-    assert len(recap.turns) == 2  # already correct: no recap turn
+    assert len(recap.turns) == 3 and recap.turns[-1].sharded is not None and recap.turns[-1].sharded.recap
+    assert recap.turns[-1].rag_input.startswith(RECAP_INTRO)
+    assert recap.sharded is not None and recap.sharded.best_f1 == 1.0 and recap.sharded.score_f1 == 0.0
+    good = _run(Q3, "recap", _echo_target({1: "Which plan?", 2: "Answer: 600", 3: "Answer: 600"}))
+    assert good.sharded is not None and good.sharded.score_f1 == 1.0 and good.sharded.final_em == 1.0
+    # the other conditions are scored on BEST
+    assert conv.sharded.score_f1 == conv.sharded.best_f1 == 1.0
 
 
 def test_example_bot_history_none_loses_the_thread() -> None:

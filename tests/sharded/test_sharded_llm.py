@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_ragdive.core.records import Conversation, TargetResponse
+from pytest_ragdive.core.records import Conversation, TargetResponse, Turn
 from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.run.target import as_async
 from pytest_ragdive.run.turn_loop import run_conversation
@@ -101,7 +101,53 @@ def test_llm_user_reveals_one_shard_per_turn_and_stops_on_the_answer(tmp_path: P
         assert requests == 6  # 2 simulator turns + 3 classifications + 1 judged answer attempt
         sim_bodies = [b for b in server.requests if "You play a user" in json.dumps(b)]
         assert len({re.sub(r"\s+", " ", json.dumps(b["messages"])) for b in sim_bodies}) == 2
+        # the study's simulator: the dialogue and the unrevealed shards, never the full question,
+        # at temperature 1.0 with a 200-token cap
+        for b in sim_bodies:
+            prompt = "\n".join(m["content"] for m in b["messages"])
+            assert Q.question not in prompt and "Lumio" in prompt  # shard 3 is unrevealed: shown as a shard
+            assert b["temperature"] == 1.0 and b["max_tokens"] == 200
+        later = "\n".join(m["content"] for m in sim_bodies[-1]["messages"])
+        assert "1: How many API" not in later.split("The conversation so far:")[0]  # revealed: not listed again
+        judge_bodies = [b for b in server.requests if "You judge whether" in json.dumps(b)]
+        assert judge_bodies and all("max_tokens" not in b for b in judge_bodies)  # no cap on the other roles
 
         again = _converse(server, tmp_path / "cache")
         assert server.request_count == requests  # the rerun is served from the cache
         assert [t.rag_input for t in again.turns] == [t.rag_input for t in conv.turns]
+
+
+def test_simulator_temperature_and_cap_are_configurable(tmp_path: Path) -> None:
+    with FakeLLMServer(handler) as server:
+        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http"})
+
+        async def go() -> None:
+            client = LLMClient.from_config(cfg)
+            try:
+                sim = ShardSimulator(client, run=0, temperature=0.3, max_tokens=None)
+                conv = sharded_conversation(Q, "sharded", "core", 0)
+                conv.turns.append(Turn(index=0, rag_input=Q.shards[0].shard, answer="Sure."))
+                await sim.next_message(Q, conv, Q.shards[1:])
+            finally:
+                await client.aclose()
+
+        asyncio.run(go())
+        (body,) = server.requests
+        assert body["temperature"] == 0.3 and "max_tokens" not in body
+
+
+def test_the_suite_settings_reach_the_simulator_of_a_run(tmp_path: Path) -> None:
+    from pytest_ragdive import run_suite
+    from pytest_ragdive.core.config_models import SuiteConfig
+
+    assert SuiteConfig().sharded_simulator_temperature == 1.0 and SuiteConfig().sharded_simulator_max_tokens == 200
+    path = tmp_path / "sharded.jsonl"
+    path.write_text(json.dumps(Q.model_dump(mode="json")) + "\n")
+    with FakeLLMServer(handler) as server:
+        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http"}, suites={"s": {
+            "sharded": [str(path)], "sharded_conditions": ["sharded"], "sharded_simulator_temperature": 0.4,
+            "sharded_simulator_max_tokens": 50}})
+        result = run_suite(chatbot, cfg, suite="s")
+        sims = [b for b in server.requests if "You play a user" in json.dumps(b)]
+    assert result.sharded is not None and sims
+    assert all(b["temperature"] == 0.4 and b["max_tokens"] == 50 for b in sims)

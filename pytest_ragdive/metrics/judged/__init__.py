@@ -17,7 +17,7 @@ retrieved contexts, the ground truth and the reference document):
     one call; one binary "is the answer correct?" verdict against the ground
     truth and the reference document (the RAG-DIVE custom metric).
 
-``answer_relevance`` (:mod:`.relevance`, asked for separately, not in the default set)
+``answer_relevance`` (:mod:`.relevance`; not in the default set: ``judged_metrics`` names it)
     one call; three binary verdicts: addresses the question, misses nothing
     essential, no needless padding; score = share of the checks passed.
 

@@ -88,6 +88,7 @@ class ConversationJudge:
         self.client = client
         self.documents = documents
         self.models = judge_models(cfg)
+        self.selected: frozenset[str] = frozenset(cfg.judged_metrics)  # judged_metrics: which metrics the judge scores
         self.calls = JudgeCalls()
         self.backend_judges = backend_judges or {}
         self.rubrics = dict(cfg.judges)  # the config's rubric judges (metrics of their own)
@@ -101,7 +102,7 @@ class ConversationJudge:
         self._items[id(turn)] = items
         try:
             judges = _turn_judges(self.conv, turn, self.client, self.documents, self.calls, self.backend_judges)
-            for metric, judge in judges.items():
+            for metric, judge in ((m, j) for m, j in judges.items() if m in self.selected):
                 items.append((turn, metric, judge if isinstance(judge, Verdict) else self._start(metric, judge)))
             for name, rj in self.rubrics.items():
                 if rj.level == "turn":
@@ -134,9 +135,10 @@ class ConversationJudge:
             await self.discard()
             raise self._error
         items = [it for t in answered for it in self._items[id(t)]]
+        conversation_metrics = [m for m in CONVERSATION_METRICS if m in self.selected]
         if len(answered) >= 2:
             values = {"transcript": transcript(answered)}
-            for metric in CONVERSATION_METRICS:
+            for metric in conversation_metrics:
                 judge = prompt_judge(self.client, metric, values, 0, "conversation", self.calls)
                 items.append((None, metric, self._start(metric, judge)))
         whole = [(n, rj) for n, rj in self.rubrics.items() if rj.level == "conversation"]
@@ -153,7 +155,7 @@ class ConversationJudge:
                 target.scores[metric] = v.value
                 target.verdicts[metric] = v
         if len(answered) < 2:
-            for metric in CONVERSATION_METRICS:
+            for metric in conversation_metrics:
                 conv.scores[metric] = None
                 conv.verdicts[metric] = _not_applicable("fewer than 2 answered turns")
         judged = [(target, metric, v) for target, metric, v in items if not isinstance(v, Verdict)]
@@ -170,7 +172,10 @@ class ConversationJudge:
                 target.scores[metric] = res.value
                 target.verdicts[metric] = res
 
-        for metric in (*TURN_METRICS, *(n for n, rj in self.rubrics.items() if rj.level == "turn")):
+        for metric in (
+            *(m for m in (*TURN_METRICS, "answer_relevance") if m in self.selected),
+            *(n for n, rj in self.rubrics.items() if rj.level == "turn"),
+        ):
             present = [v for v in (t.scores.get(metric) for t in answered) if v is not None]
             conv.scores[metric] = sum(present) / len(present) if present else None
         conv.judge_calls = self.calls
@@ -229,4 +234,6 @@ def _turn_judges(
         )
     else:
         out["correctness"] = _not_applicable("no ground truth and no reference document")
+    # seed 001's relevance judge (judged_metrics = [..., "answer_relevance"]): question and answer only
+    out["answer_relevance"] = make("answer_relevance", {"question": question, "answer": answer})
     return out

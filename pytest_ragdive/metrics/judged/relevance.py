@@ -2,11 +2,13 @@
 address the question, is essential information missing, is there needless padding.
 
 One call per turn (prompt ``judge_answer_relevance``, three binary verdicts, cached and
-cascaded like every judge); score = share of the three checks passed. Not yet part of
-:func:`.conversation.judge_conversation`'s default set (it would add one call per turn to
-every judged run); callers ask for it with :func:`judge_answer_relevance`. Offline the
-metric is not applicable (None): no deterministic proxy tracked people's ratings better
-than the shipped ones (``benchmarks/bench_human_agreement.py``).
+cascaded like every judge); score = share of the three checks passed. Not in the default
+set of :func:`.conversation.judge_conversation` (it adds one call per answered turn): a run
+asks for it by name, ``judged_metrics = ["faithfulness", "context_precision",
+"context_recall", "correctness", "answer_relevance", "forgetfulness", "context_retention"]``;
+:func:`judge_answer_relevance` judges one turn on its own. Offline the metric is not
+applicable (None): no deterministic proxy tracked people's ratings better than the
+shipped ones (``benchmarks/bench_human_agreement.py``).
 """
 
 from __future__ import annotations
