@@ -13,7 +13,7 @@ from pytest_ragdive.core.config_models import DEFAULT_GATE, WHERE_DATA, GatePoli
 from pytest_ragdive.core.errors import BaselineError
 from pytest_ragdive.core.results import Baseline, BaselineMetric, MetricValue, SuiteResult
 from pytest_ragdive.gate.preconditions import gate_baseline
-from pytest_ragdive.gate.rows import check, gate_row, improved
+from pytest_ragdive.gate.rows import check, gate_row, improved, where_recorded
 from pytest_ragdive.metrics.registry import METRICS
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from factories import sharded_conversation
 
 from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.sharded.aptitude import (
