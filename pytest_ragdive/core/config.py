@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..metrics.registry import METRICS
 from ..online.config import OnlineConfig
@@ -28,6 +28,7 @@ from .config_models import (
     GatePolicy,
     HttpTargetConfig,
     LLMConfig,
+    NLIConfig,
     RecordMode,
     RoleModel,
     Strict,
@@ -65,6 +66,14 @@ class RagdiveConfig(Strict):
     # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
     judge_mode: Literal["direct", "batch"] = "direct"
     judge_cascade: list[str] = Field(default_factory=list)
+    nli: NLIConfig = Field(default_factory=lambda: NLIConfig(), description="the NLI checker of faithfulness_backend = \"nli\"")
+    # after nli: its validator reads nli.model
+    faithfulness_backend: Literal["semantic", "lexical", "nli"] = Field(
+        "semantic",
+        description="offline faithfulness and correctness: lexical and semantic evidence (semantic, the embedded "
+        "WordLlama model), lexical evidence alone (lexical), or semantic with an NLI checker for the turns in "
+        "nli.band (nli, the [nli] extra)",
+    )
     forgetfulness_probe: bool = True
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
@@ -86,6 +95,17 @@ class RagdiveConfig(Strict):
             if policy:
                 data = {**data, "gate": gate or dict(DEFAULT_GATE), "gate_policy": policy}
         return data
+
+    @field_validator("faithfulness_backend")
+    @classmethod
+    def _nli_model(cls, v: str, info: ValidationInfo) -> str:
+        nli = info.data.get("nli")
+        if v == "nli" and isinstance(nli, NLIConfig) and not nli.model:
+            raise ValueError(
+                'faithfulness_backend = "nli" needs nli.model: a local folder or a downloaded Hugging Face model id '
+                "(e.g. vectara/hallucination_evaluation_model)"
+            )
+        return v
 
     @field_validator("target", mode="before")
     @classmethod
@@ -228,7 +248,10 @@ class RagdiveConfig(Strict):
     def config_hash(self) -> str:
         """Hash of what changes results: suites, target, backend, models, and the
         contents of the golden files and prompts (:meth:`content_digests`)."""
-        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model")
+        keys = (
+            "suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model",
+            "faithfulness_backend", "nli",
+        )
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
         data["contents"] = self.content_digests()

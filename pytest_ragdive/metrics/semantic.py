@@ -20,13 +20,14 @@ cached per text (:data:`CACHE_SIZE` texts, 1 KiB each).
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import UsageError
+from ..core.errors import FatalRunError, UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,8 +41,9 @@ DIM = 256
 CACHE_SIZE = 32768
 
 
-class SemanticModelError(UsageError):
-    """The embedded model cannot be loaded (``wordllama`` missing, or without its files)."""
+class SemanticModelError(UsageError, FatalRunError):
+    """The embedded model cannot be loaded (``wordllama`` missing, or without its files): a
+    usage error when the session checks it, and it ends the run if found later."""
 
 
 def model_files() -> tuple[Path, Path]:
@@ -73,9 +75,14 @@ class Embedder:
         self.matrix = matrix
         self.tokenizer = tokenizer
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # scoring may run in worker threads (the NLI tier)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One unit-length row per text (a text without a token: a zero row)."""
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         out = np.zeros((len(texts), self.matrix.shape[1]), dtype=np.float32)
