@@ -291,10 +291,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--folds-by", choices=("task", "conversation"), default="task")
+    ap.add_argument("--without-reference", action="store_true",
+                    help="leave out the rated reference answers (a reference-based metric gives them 1.0)")
     args = ap.parse_args()
     if not args.data.is_file():
         sys.exit(f"--data: no such file: {args.data}")
-    rows = load(args.data)
+    rows = [r for r in load(args.data) if not (args.without_reference and r.model == "reference")]
     human = {d: [r.human[d] for r in rows] for d in DIMENSIONS}
     folds = fold_of(rows, args.folds, args.seed, args.folds_by)
 
@@ -340,7 +342,8 @@ def main() -> None:
     ]
     values = bootstrap(rows, stats + diffs + tracks, args.resamples, args.seed)
     tasks = len({r.task for r in rows})
-    print(f"{len(rows)} rated answers, {tasks} tasks; Spearman with the median human rating, 95% CI over tasks "
+    which = " (the reference answers left out)" if args.without_reference else ""
+    print(f"{len(rows)} rated answers{which}, {tasks} tasks; Spearman with the median human rating, 95% CI over tasks "
           f"({args.resamples} resamples, seed {args.seed}); {args.folds}-fold cross-validation by {args.folds_by}\n")
     print("| metric | kind | n | " + " | ".join(DIMENSIONS) + " |")
     print("|---|---|---|" + "---|" * len(DIMENSIONS))

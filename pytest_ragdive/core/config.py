@@ -74,6 +74,12 @@ class RagdiveConfig(Strict):
         "WordLlama model), lexical evidence alone (lexical), or semantic with an NLI checker for the turns in "
         "nli.band (nli, the [nli] extra)",
     )
+    judge_band: tuple[float, float] | None = Field(
+        None,
+        description="the LLM judge scores faithfulness only for turns whose offline faithfulness is at least the "
+        "first value and below the second (or both 1.0); the other turns keep the offline figure, with a verdict "
+        "saying so (None: every turn is judged)",
+    )
     forgetfulness_probe: bool = True
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
@@ -105,6 +111,13 @@ class RagdiveConfig(Strict):
                 'faithfulness_backend = "nli" needs nli.model: a local folder or a downloaded Hugging Face model id '
                 "(e.g. vectara/hallucination_evaluation_model)"
             )
+        return v
+
+    @field_validator("judge_band")
+    @classmethod
+    def _judge_band(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not 0.0 <= v[0] < v[1] <= 1.0:
+            raise ValueError("expected [lo, hi] with 0 <= lo < hi <= 1")
         return v
 
     @field_validator("target", mode="before")
@@ -250,7 +263,7 @@ class RagdiveConfig(Strict):
         contents of the golden files and prompts (:meth:`content_digests`)."""
         keys = (
             "suites", "target", "backend", "judge_backend", "judge_cascade", "forgetfulness_probe", "llm", "model",
-            "faithfulness_backend", "nli",
+            "faithfulness_backend", "nli", "judge_band",
         )
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)

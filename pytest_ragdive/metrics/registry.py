@@ -30,11 +30,11 @@ class MetricSpec:
 _SPECS = (
     MetricSpec("answer_f1", "higher", "turn", "SQuAD token F1 of the answer against the ground truth", "answer"),
     MetricSpec("exact_match", "higher", "turn", "1 when the SQuAD-normalised answer equals the ground truth", "answer"),
-    MetricSpec("correctness", "higher", "turn", "graded: share of the ground truth's content terms the answer asserts (a long reference is covered by 12 of them) times the answer's faithfulness (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention on an answerable turn: 0)", "answer"),
+    MetricSpec("correctness", "higher", "turn", "graded coverage of the ground truth's facts by what the answer asserts, lexical and semantic (embedded model; numbers, negations and names lexical), a long reference covered by 24 of its terms; beside faithfulness, not multiplied by it (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention or no answer on an answerable turn: 0)", "answer"),
     MetricSpec("recall_at_k", "higher", "turn", "share of relevant documents among the retrieved contexts", "retrieval"),
     MetricSpec("mrr", "higher", "turn", "reciprocal rank of the first relevant retrieved document", "retrieval"),
     MetricSpec("ndcg_at_k", "higher", "turn", "binary-relevance nDCG of the retrieved documents", "retrieval"),
-    MetricSpec("faithfulness", "higher", "turn", "how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units (a pure abstention: 1)", "grounding"),
+    MetricSpec("faithfulness", "higher", "turn", "how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units, lexical and semantic (embedded model; numbers, negations and names lexical; nli backend: a checker rescores uncertain turns; a pure abstention: 1; courtesy only: no answer, None)", "grounding"),
     MetricSpec("faithfulness_strict", "higher", "turn", "faithfulness against this turn's retrieved contexts only (no credit for restating the conversation)", "grounding"),
     MetricSpec("answer_relevance", "higher", "turn", "LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding", "answer"),
     MetricSpec("context_recall", "higher", "turn", "share of the ground truth's content covered by the retrieved contexts", "retrieval"),
