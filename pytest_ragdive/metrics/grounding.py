@@ -300,8 +300,16 @@ def unit_evidence(
     units: Sequence[str], contexts: Iterable[ContextLike], conversation: Sequence[str] = (), *, semantic: bool = True
 ) -> list[UnitEvidence | None]:
     """The evidence of each unit (None for a unit without a term); ``semantic=False``
-    leaves the model out (every cosine None)."""
-    prep = _prepare(tuple(_context_text(c) for c in contexts))
+    leaves the model out (every cosine None). Cached: a turn's faithfulness, strict
+    faithfulness and grounded units ask for the same evidence."""
+    return list(_unit_evidence(tuple(units), tuple(_context_text(c) for c in contexts), tuple(conversation), semantic))
+
+
+@lru_cache(maxsize=1024)
+def _unit_evidence(
+    units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool
+) -> tuple[UnitEvidence | None, ...]:
+    prep = _prepare(texts)
     conv = [c for c in conversation if _terms(c)]
     keep = [u for u in units if _terms(u)]
     exact = [exact_terms(u) for u in keep]
@@ -319,7 +327,7 @@ def unit_evidence(
         by_unit[unit] = UnitEvidence(
             unit, terms, len(terms & prep.union) / len(terms), lex_window, cos, window, tuple(per_conv)
         )
-    return [by_unit.get(u) for u in units]
+    return tuple(by_unit.get(u) for u in units)
 
 
 def support(ev: UnitEvidence, rule: Rule) -> Support:
@@ -385,7 +393,13 @@ def grounded_units(answer: str | None, contexts: Iterable[ContextLike], rule: Ru
 
 
 def fact_evidence(facts: Sequence[str], answer_units: Sequence[str], *, semantic: bool = True) -> list[FactEvidence]:
-    """How far the answer's units hold each fact (facts without a term are left out)."""
+    """How far the answer's units hold each fact (facts without a term are left out; cached:
+    the forgetfulness probe asks again)."""
+    return list(_fact_evidence(tuple(facts), tuple(answer_units), semantic))
+
+
+@lru_cache(maxsize=1024)
+def _fact_evidence(facts: tuple[str, ...], answer_units: tuple[str, ...], semantic: bool) -> tuple[FactEvidence, ...]:
     keep = [f for f in facts if _terms(f)]
     have: set[str] = set()
     for u in answer_units:
@@ -398,7 +412,7 @@ def fact_evidence(facts: Sequence[str], answer_units: Sequence[str], *, semantic
     for f, (cos, _) in zip(keep, best, strict=True):
         terms = _terms(f)
         out.append(FactEvidence(f, len(terms), len(terms & have) / len(terms), cos))
-    return out
+    return tuple(out)
 
 
 def coverage_of(facts: Sequence[FactEvidence], rule: Rule) -> float:
