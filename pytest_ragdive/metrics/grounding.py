@@ -221,7 +221,8 @@ def exact_terms(text: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class _Prepared:
     union: frozenset[str]
-    windows: tuple[Window, ...]
+    windows: tuple[Window, ...]  # sentences, then adjacent pairs
+    sentences: tuple[Window, ...]
 
 
 def _windows_of(pieces: Sequence[tuple[int, int, int, str]]) -> list[Window]:
@@ -247,7 +248,16 @@ def _prepare(texts: tuple[str, ...]) -> _Prepared:
             pos = start + len(sentence)
             if _terms(sentence):
                 pieces.append((i, start, pos, sentence))
-    return _Prepared(frozenset(union), tuple(_windows_of(pieces)))
+    windows = tuple(_windows_of(pieces))
+    return _Prepared(frozenset(union), windows, windows[: len(pieces)])
+
+
+@lru_cache(maxsize=512)
+def _window_matrix(texts: tuple[str, ...]) -> np.ndarray:
+    """The embeddings of a set of windows' texts, once per set (contexts repeat across turns)."""
+    from .semantic import embedder
+
+    return embedder().embed(list(texts))
 
 
 def _guarded_best(
@@ -260,7 +270,7 @@ def _guarded_best(
 
     from .semantic import embedder
 
-    sims = embedder().similarity(list(texts), [w.text for w in windows])
+    sims = embedder().embed(list(texts)) @ _window_matrix(tuple(w.text for w in windows)).T
     out: list[tuple[float | None, Window | None]] = []
     for i, need in enumerate(exact):
         row = sims[i]
@@ -318,14 +328,16 @@ def _unit_evidence(
     by_unit: dict[str, UnitEvidence] = {}
     for i, unit in enumerate(keep):
         terms = _terms(unit)
-        lex_window = max(prep.windows, key=lambda w: len(terms & w.terms), default=None)
+        lexical = len(terms & prep.union) / len(terms)
+        # the sentence holding most of the unit's terms (for Support.span; none without any)
+        lex_window = None if not lexical else max(prep.sentences, key=lambda w: len(terms & w.terms), default=None)
         per_conv = []
         for j, c in enumerate(conv):
             cos = None if conv_sims is None or conv_sims[i, j] == float("-inf") else float(conv_sims[i, j])
             per_conv.append((len(terms & _terms(c)) / len(terms), cos))
         cos, window = best[i]
         by_unit[unit] = UnitEvidence(
-            unit, terms, len(terms & prep.union) / len(terms), lex_window, cos, window, tuple(per_conv)
+            unit, terms, lexical, lex_window, cos, window, tuple(per_conv)
         )
     return tuple(by_unit.get(u) for u in units)
 
