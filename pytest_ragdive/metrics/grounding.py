@@ -43,26 +43,14 @@ cross-validation over the MTRAG human ratings chose inside its training folds
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from .evidence import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
 from .lexical import ContextLike, _context_text, _terms, _token_set
-from .text import (
-    asserted_units,
-    has_abstention,
-    is_abstention,
-    is_no_answer,
-    is_unanswerable,
-    match_terms,
-    split_sentences,
-    strip_citations,
-)
-
-if TYPE_CHECKING:
-    import numpy as np
+from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
 
 __all__ = [
     "CORRECTNESS_THRESHOLD",
@@ -152,17 +140,6 @@ LEXICAL_COVERAGE = Rule("lexical", cap=COVERAGE_CAP)
 
 
 @dataclass(frozen=True)
-class Window:
-    """One or two adjacent sentences of a context (or of an answer, for coverage)."""
-
-    source: int  # index of the context (coverage: of the answer's first unit in the window)
-    start: int  # character span in that context's text
-    end: int
-    text: str
-    terms: frozenset[str]
-
-
-@dataclass(frozen=True)
 class UnitEvidence:
     """What the contexts and the conversation hold for one asserted unit (rule-independent)."""
 
@@ -200,109 +177,6 @@ class FactEvidence:
     cosine: float | None
 
 
-# --------------------------------------------------------------------------- exact terms and windows
-
-_WORD_RE = re.compile(r"[A-Za-z0-9][\w'’-]*")
-
-
-@lru_cache(maxsize=8192)
-def exact_terms(text: str) -> frozenset[str]:
-    """The terms of ``text`` an embedding cannot be trusted with: numbers, negation
-    (``not``, which "never", "no" and "don't" become) and names (capitalised words after
-    the first)."""
-    terms = _terms(text)
-    out = {t for t in terms if t == "not" or any(ch.isdigit() for ch in t)}
-    for i, m in enumerate(_WORD_RE.finditer(text)):
-        if i and m.group(0)[0].isupper():
-            out.update(t for t in match_terms(m.group(0)) if t in terms)
-    return frozenset(out)
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    union: frozenset[str]
-    windows: tuple[Window, ...]  # sentences, then adjacent pairs
-    sentences: tuple[Window, ...]
-
-
-def _windows_of(pieces: Sequence[tuple[int, int, int, str]]) -> list[Window]:
-    """Each piece (source, start, end, text) and each pair of adjacent pieces of one source."""
-    out = [Window(s, a, b, t, _terms(t)) for s, a, b, t in pieces]
-    for (s1, a1, _, t1), (s2, _, b2, t2) in zip(pieces, pieces[1:], strict=False):
-        if s1 == s2:
-            text = f"{t1} {t2}"
-            out.append(Window(s1, a1, b2, text, _terms(text)))
-    return out
-
-
-@lru_cache(maxsize=512)
-def _prepare(texts: tuple[str, ...]) -> _Prepared:
-    union: set[str] = set()
-    pieces: list[tuple[int, int, int, str]] = []
-    for i, text in enumerate(texts):
-        union |= _terms(text)
-        pos = 0
-        for sentence in split_sentences(text):
-            start = text.find(sentence, pos)
-            start = pos if start < 0 else start
-            pos = start + len(sentence)
-            if _terms(sentence):
-                pieces.append((i, start, pos, sentence))
-    windows = tuple(_windows_of(pieces))
-    return _Prepared(frozenset(union), windows, windows[: len(pieces)])
-
-
-@lru_cache(maxsize=512)
-def _window_matrix(texts: tuple[str, ...]) -> np.ndarray:
-    """The embeddings of a set of windows' texts, once per set (contexts repeat across turns)."""
-    from .semantic import embedder
-
-    return embedder().embed(list(texts))
-
-
-def _guarded_best(
-    texts: Sequence[str], exact: Sequence[frozenset[str]], windows: Sequence[Window]
-) -> list[tuple[float | None, Window | None]]:
-    """Per text, the best cosine over the windows that hold its exact terms."""
-    if not texts or not windows:
-        return [(None, None)] * len(texts)
-    import numpy as np
-
-    from .semantic import embedder
-
-    sims = embedder().embed(list(texts)) @ _window_matrix(tuple(w.text for w in windows)).T
-    out: list[tuple[float | None, Window | None]] = []
-    for i, need in enumerate(exact):
-        row = sims[i]
-        if need:
-            ok = np.fromiter((need <= w.terms for w in windows), dtype=bool, count=len(windows))
-            if not ok.any():
-                out.append((None, None))
-                continue
-            row = np.where(ok, row, -np.inf)
-        j = int(np.argmax(row))
-        out.append((float(row[j]), windows[j]))
-    return out
-
-
-def _cosines(texts: Sequence[str], exact: Sequence[frozenset[str]], others: Sequence[str]) -> np.ndarray | None:
-    """Guarded cosines of every text with every one of ``others`` (-inf where the guard fails)."""
-    if not texts or not others:
-        return None
-    import numpy as np
-
-    from .semantic import embedder
-
-    sims = embedder().similarity(list(texts), list(others))
-    other_terms = [_terms(o) for o in others]
-    for i, need in enumerate(exact):
-        if need:
-            for j, ot in enumerate(other_terms):
-                if not need <= ot:
-                    sims[i, j] = -np.inf
-    return sims
-
-
 # --------------------------------------------------------------------------- support
 
 
@@ -319,12 +193,12 @@ def unit_evidence(
 def _unit_evidence(
     units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool
 ) -> tuple[UnitEvidence | None, ...]:
-    prep = _prepare(texts)
+    prep = prepare(texts)
     conv = [c for c in conversation if _terms(c)]
     keep = [u for u in units if _terms(u)]
     exact = [exact_terms(u) for u in keep]
-    best = _guarded_best(keep, exact, prep.windows) if semantic else [(None, None)] * len(keep)
-    conv_sims = _cosines(keep, exact, conv) if semantic else None
+    best = guarded_best(keep, exact, prep.windows) if semantic else [(None, None)] * len(keep)
+    conv_sims = guarded_cosines(keep, exact, conv) if semantic else None
     by_unit: dict[str, UnitEvidence] = {}
     for i, unit in enumerate(keep):
         terms = _terms(unit)
@@ -417,9 +291,9 @@ def _fact_evidence(facts: tuple[str, ...], answer_units: tuple[str, ...], semant
     for u in answer_units:
         have |= _terms(u)
     # one source for all the answer's units (adjacent ones pair up); the span counts units
-    windows = _windows_of([(0, i, i + 1, u) for i, u in enumerate(answer_units) if _terms(u)])
+    windows = windows_of([(0, i, i + 1, u) for i, u in enumerate(answer_units) if _terms(u)])
     exact = [exact_terms(f) for f in keep]
-    best = _guarded_best(keep, exact, windows) if semantic else [(None, None)] * len(keep)
+    best = guarded_best(keep, exact, windows) if semantic else [(None, None)] * len(keep)
     out = []
     for f, (cos, _) in zip(keep, best, strict=True):
         terms = _terms(f)
