@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..metrics.registry import BUILTINS, METRICS, NAME_RE, MetricRegistry
 from ..online.config import OnlineConfig
@@ -32,6 +32,7 @@ from .config_models import (
     JudgeConfig,
     JudgedMetric,
     LLMConfig,
+    NLIConfig,
     RecordMode,
     RoleModel,
     Strict,
@@ -78,6 +79,20 @@ class RagdiveConfig(Strict):
         description="the metrics the LLM judge scores; add answer_relevance (seed 001's relevance judge, one call "
         "per answered turn) by name",
     )
+    nli: NLIConfig = Field(default_factory=lambda: NLIConfig(), description="the NLI checker of faithfulness_backend = \"nli\"")
+    # after nli: its validator reads nli.model
+    faithfulness_backend: Literal["semantic", "lexical", "nli"] = Field(
+        "semantic",
+        description="offline faithfulness and correctness: lexical and semantic evidence (semantic, the embedded "
+        "WordLlama model), lexical evidence alone (lexical), or semantic with an NLI checker for the turns in "
+        "nli.band (nli, the [nli] extra)",
+    )
+    judge_band: tuple[float, float] | None = Field(
+        None,
+        description="the LLM judge scores faithfulness only for turns whose offline faithfulness is at least the "
+        "first value and below the second (or both 1.0); the other turns keep the offline figure, with a verdict "
+        "saying so (None: every turn is judged)",
+    )
     forgetfulness_probe: bool = True  # ask each context-dependent turn's stand-alone question in a fresh history (forgetfulness, context_retention)
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
@@ -103,6 +118,24 @@ class RagdiveConfig(Strict):
             if policy:
                 data = {**data, "gate": gate or dict(DEFAULT_GATE), "gate_policy": policy}
         return data
+
+    @field_validator("faithfulness_backend")
+    @classmethod
+    def _nli_model(cls, v: str, info: ValidationInfo) -> str:
+        nli = info.data.get("nli")
+        if v == "nli" and isinstance(nli, NLIConfig) and not nli.model:
+            raise ValueError(
+                'faithfulness_backend = "nli" needs nli.model: a local folder or a downloaded Hugging Face model id '
+                "(e.g. vectara/hallucination_evaluation_model)"
+            )
+        return v
+
+    @field_validator("judge_band")
+    @classmethod
+    def _judge_band(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not 0.0 <= v[0] < v[1] <= 1.0:
+            raise ValueError("expected [lo, hi] with 0 <= lo < hi <= 1")
+        return v
 
     @field_validator("target", mode="before")
     @classmethod
@@ -273,8 +306,10 @@ class RagdiveConfig(Strict):
     def config_hash(self) -> str:
         """Hash of what changes results: suites, target, backend, models, and the
         contents of the golden files and prompts (:meth:`content_digests`)."""
-        keys = ("suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
-                "llm", "model", "judges", "metric_modules")
+        keys = (
+            "suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
+            "llm", "model", "judges", "metric_modules", "faithfulness_backend", "nli", "judge_band",
+        )
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)
         data["contents"] = self.content_digests()

@@ -220,6 +220,40 @@ class GatePolicy(Strict):
         return v
 
 
+class NLIConfig(Strict):
+    """The model tier of faithfulness (``faithfulness_backend = "nli"``): a checker the
+    user downloads (pytest_ragdive/metrics/nli.py); ``[tool.ragdive.nli]``."""
+
+    kind: Literal["hhem", "minicheck"] = Field(
+        "hhem", description="the checker: Vectara's HHEM-2.1-Open (hhem) or MiniCheck-Flan-T5-Large (minicheck)"
+    )
+    model: str | None = Field(
+        None, description="a local folder, or a Hugging Face model id already downloaded (the plugin never downloads weights)"
+    )
+    base: str | None = Field(
+        None,
+        description="hhem only: the flan-t5-base folder or downloaded id whose config and tokenizer HHEM uses "
+        "(default: the foundation its config.json names)",
+    )
+    band: tuple[float, float] = Field(
+        (0.3, 0.9),
+        description="the uncertain band: turns whose offline faithfulness is at least the first value and below the "
+        "second (or both 1.0) are rescored by the checker; the others keep the offline figure",
+    )
+    chunk_words: int = Field(400, ge=20, le=10_000, description="premises are cut into chunks of at most this many words; a unit scores its best chunk")
+    max_tokens: int = Field(2048, ge=64, le=32_768, description="tokens per checker input: the premise is truncated, the hypothesis kept")
+    batch_size: int = Field(8, ge=1, le=1024, description="(premise, hypothesis) pairs per forward pass")
+    device: str = Field("cpu", description="the torch device of the checker (cpu, cuda, cuda:1, mps)")
+
+    @field_validator("band")
+    @classmethod
+    def _band(cls, v: tuple[float, float]) -> tuple[float, float]:
+        lo, hi = v
+        if not 0.0 <= lo < hi <= 1.0:
+            raise ValueError("expected [lo, hi] with 0 <= lo < hi <= 1")
+        return v
+
+
 class HttpTargetConfig(Strict):
     """A chatbot behind HTTP (``target = { url = "http://...", ... }``).
 

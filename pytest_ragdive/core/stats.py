@@ -15,19 +15,21 @@ call is resampled with the same draws. A resample whose denominator is not above
 
 Every mean (a suite metric, a per-turn curve, a judge's share of yes) is a ratio of
 cluster sums: ``numer`` the cluster's sum of values, ``denom`` its count (or weight).
+A statistic that is not (a rank correlation: ``benchmarks/bench_human_agreement.py``)
+is recomputed on the same draws, :func:`cluster_draws`.
 
 numpy is imported inside the functions that need it, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MAX_CELLS", "cluster_bootstrap", "mean", "percentile_interval"]
+__all__ = ["MAX_CELLS", "cluster_bootstrap", "cluster_draws", "mean", "percentile_interval"]
 
 MAX_CELLS = 2_000_000  # cluster indices held at once (16 MB)
 
@@ -63,21 +65,32 @@ def cluster_bootstrap(
     shared = den.ndim == 1
     if k == 0 or n_boot <= 0:
         return [np.empty(0) for _ in range(m)]
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, MAX_CELLS // k))
     parts: list[list[np.ndarray]] = [[] for _ in range(m)]
-    done = 0
-    while done < n_boot:
-        size = min(chunk, n_boot - done)
-        idx = rng.integers(0, k, size=(size, k))
+    for idx in cluster_draws(k, n_boot, seed):
         dd = np.take(den, idx).sum(axis=1) if shared else None
         for r in range(m):
             ss = np.take(num[r], idx).sum(axis=1)
             d = dd if dd is not None else np.take(den[r], idx).sum(axis=1)
             ok = d > min_denom
             parts[r].append(ss[ok] / d[ok] if not ok.all() else ss / d)
-        done += size
     return [np.concatenate(p) for p in parts]
+
+
+def cluster_draws(k: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """The cluster bootstrap's draws: chunks of resamples, each row ``k`` cluster indices
+    drawn with replacement, ``n_boot`` rows in all, from one ``default_rng(seed)`` stream
+    (the module docstring); nothing without clusters or resamples."""
+    import numpy as np
+
+    if k <= 0 or n_boot <= 0:
+        return
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_boot, MAX_CELLS // k))
+    done = 0
+    while done < n_boot:
+        size = min(chunk, n_boot - done)
+        yield rng.integers(0, k, size=(size, k))
+        done += size
 
 
 def percentile_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:

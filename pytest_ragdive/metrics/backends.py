@@ -1,8 +1,13 @@
-"""The one place that picks the judge backend from the config.
+"""The one place that picks the backends from the config.
 
-``builtin``: our prompts (:mod:`.judged`); ``ragas``: faithfulness,
-context_precision and context_recall from ragas (:mod:`.ragas_backend`), the
-rest from our prompts. Both write the same scores, verdicts and call counts.
+The judge (``judge_backend``): ``builtin``, our prompts (:mod:`.judged`); ``ragas``:
+faithfulness, context_precision and context_recall from ragas (:mod:`.ragas_backend`),
+the rest from our prompts. Both write the same scores, verdicts and call counts.
+
+The offline grounding (``faithfulness_backend``, :func:`offline_grounding`): ``semantic``
+(lexical and semantic evidence, the embedded model), ``lexical``, or ``nli`` (semantic,
+and the NLI checker for the turns in ``nli.band``); :func:`check_grounding` checks at the
+start of a session, without importing anything heavy, that it can load.
 """
 
 from __future__ import annotations
@@ -16,8 +21,62 @@ if TYPE_CHECKING:
     from ..core.config import RagdiveConfig
     from ..llm import LLMClient
     from .judged import ConversationJudge
+    from .offline import Grounding
 
-__all__ = ["JudgeAsItRuns", "conversation_judge", "judge_conversation"]
+__all__ = ["JudgeAsItRuns", "check_grounding", "conversation_judge", "judge_conversation", "offline_grounding"]
+
+
+def check_grounding(cfg: RagdiveConfig) -> None:
+    """Raise the one-line usage error (SemanticModelError, NLIModelError) of a grounding that
+    cannot load: the embedded model's files, the [nli] extra, the checker's folder. Nothing
+    heavy is imported (the model loads when a suite first scores)."""
+    if cfg.faithfulness_backend == "lexical":
+        return
+    from .semantic import model_files
+
+    model_files()
+    if cfg.faithfulness_backend == "nli":
+        import importlib.util
+
+        from .nli import NLIModelError, resolve_model
+
+        missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise NLIModelError(
+                f'faithfulness_backend = "nli" needs {" and ".join(missing)}: pip install "pytest-ragdive[nli]"'
+            )
+        assert cfg.nli.model is not None  # the config requires it
+        resolve_model(_model_ref(cfg, cfg.nli.model))
+        if cfg.nli.base is not None:
+            resolve_model(_model_ref(cfg, cfg.nli.base), "nli.base")
+
+
+def _model_ref(cfg: RagdiveConfig, ref: str) -> str:
+    """A folder relative to the config file when there is one, else the model id as given."""
+    p = cfg.path(ref)
+    return str(p) if p.is_dir() else ref
+
+
+def offline_grounding(cfg: RagdiveConfig) -> Grounding:
+    """The :class:`~.offline.Grounding` of ``cfg.faithfulness_backend``; ``nli`` loads the
+    checker here (once per process: the caller keeps it), its scores cached under
+    ``cache_dir/nli`` when the cache is on."""
+    from .offline import DEFAULT_GROUNDING, LEXICAL_GROUNDING, Grounding
+
+    if cfg.faithfulness_backend == "lexical":
+        return LEXICAL_GROUNDING
+    if cfg.faithfulness_backend == "semantic":
+        return DEFAULT_GROUNDING
+    from .nli import NLITier, ScoreCache, load_scorer
+
+    n = cfg.nli
+    assert n.model is not None
+    model = _model_ref(cfg, n.model)
+    base = None if n.base is None else _model_ref(cfg, n.base)
+    scorer, name = load_scorer(n.kind, model, base=base, max_tokens=n.max_tokens, device=n.device)
+    cache = ScoreCache(cfg.path(cfg.cache_dir) / "nli" if cfg.record_mode.cached else None)
+    tier = NLITier(scorer, name, band=n.band, chunk_words=n.chunk_words, batch_size=n.batch_size, cache=cache)
+    return Grounding(tier=tier)
 
 
 def conversation_judge(

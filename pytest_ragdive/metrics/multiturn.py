@@ -4,7 +4,7 @@ For every context-dependent turn (position > 0 in a conversation of two or more
 turns) the runner asks the target the turn's stand-alone question in a fresh
 history and stores the reply in ``turn.standalone_answer``. A turn is *probed*
 when it has that stand-alone answer, an in-conversation answer and a ground
-truth. An answer is "correct" when its graded ``lexical.correctness`` reaches
+truth. An answer is "correct" when its graded ``grounding.correctness`` reaches
 ``CORRECTNESS_THRESHOLD`` (0.6 of the ground truth covered):
 
 - stand-alone correct: ``correctness(standalone_answer, ground_truth) >= 0.6``;
@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.records import Conversation, Turn, Verdict
-from .lexical import CORRECTNESS_THRESHOLD, correctness, tokens
+from .grounding import CORRECTNESS_THRESHOLD, COVERAGE_RULE, Rule, correctness
+from .lexical import tokens
 
 __all__ = ["FORGETFUL_FLAG", "ProbeResult", "apply_forgetfulness_probe", "probe_forgetfulness"]
 
@@ -64,7 +65,7 @@ def _correct(value: float | None) -> bool:
     return value is not None and value >= CORRECTNESS_THRESHOLD - 1e-9
 
 
-def _classify(conv: Conversation) -> list[tuple[Turn, bool, bool]]:
+def _classify(conv: Conversation, rule: Rule = COVERAGE_RULE) -> list[tuple[Turn, bool, bool]]:
     """(turn, stand-alone correct, in-conversation correct) for every probed turn."""
     if len(conv.turns) < 2:
         return []
@@ -72,8 +73,8 @@ def _classify(conv: Conversation) -> list[tuple[Turn, bool, bool]]:
     for t in conv.turns[1:]:
         if t.standalone_answer is None or t.answer is None or not tokens(t.ground_truth):
             continue
-        alone = _correct(correctness(t.standalone_answer, t.ground_truth))
-        in_conv = _correct(correctness(t.answer, t.ground_truth))
+        alone = _correct(correctness(t.standalone_answer, t.ground_truth, rule))
+        in_conv = _correct(correctness(t.answer, t.ground_truth, rule))
         out.append((t, alone, in_conv))
     return out
 
@@ -93,12 +94,12 @@ def _result(classified: list[tuple[Turn, bool, bool]]) -> ProbeResult:
     )
 
 
-def probe_forgetfulness(conv: Conversation) -> ProbeResult:
-    """Compute the probe for one conversation without changing it."""
-    return _result(_classify(conv))
+def probe_forgetfulness(conv: Conversation, rule: Rule = COVERAGE_RULE) -> ProbeResult:
+    """Compute the probe for one conversation without changing it (``rule``: correctness's)."""
+    return _result(_classify(conv, rule))
 
 
-def apply_forgetfulness_probe(conv: Conversation) -> ProbeResult:
+def apply_forgetfulness_probe(conv: Conversation, rule: Rule = COVERAGE_RULE) -> ProbeResult:
     """Run the probe and record it on the conversation (idempotent):
 
     - ``conv.scores["forgetfulness"]`` and ``conv.scores["context_retention"]``;
@@ -106,7 +107,7 @@ def apply_forgetfulness_probe(conv: Conversation) -> ProbeResult:
     - ``conv.verdicts["forgetfulness"]``, a Verdict whose reason names the forgetful turn
       indexes (set for multi-turn conversations only).
     """
-    classified = _classify(conv)
+    classified = _classify(conv, rule)
     res = _result(classified)
     forgetful = {id(t) for t, alone, in_conv in classified if alone and not in_conv}
     for t in conv.turns:

@@ -14,36 +14,53 @@ answer that repeats a fact from two turns ago is not a hallucination, and a
 strict figure would make a bot that recaps look worse than one that does not;
 teams that want every answer re-grounded in its own retrieval gate on
 ``faithfulness_strict``.
+
+How answers are grounded (:class:`Grounding`): the support and coverage rules of
+:mod:`.grounding` (lexical and semantic evidence by default, lexical alone with
+``faithfulness_backend = "lexical"``), and optionally a model tier
+(:class:`~.nli.NLITier`, ``faithfulness_backend = "nli"``) that rescores the
+faithfulness of the turns whose offline figure falls in its uncertain band, and
+records that in the turn's ``faithfulness`` verdict.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..core.records import Conversation, Turn
+from ..core.records import Context, Conversation, Turn, Verdict
 from ..core.stats import mean
-from .lexical import (
-    answer_f1,
-    context_recall,
+from .grounding import (
+    COVERAGE_RULE,
+    LEXICAL_COVERAGE,
+    LEXICAL_SUPPORT,
+    SUPPORT_RULE,
+    Rule,
     correctness,
-    exact_match,
-    faithfulness,
+    faithfulness_of,
     grounded_units,
-    is_abstention,
-    split_sentences,
-    tokens,
+    unit_supports,
 )
+from .lexical import answer_f1, context_recall, exact_match, is_abstention, is_no_answer, split_sentences, tokens
 from .multiturn import apply_forgetfulness_probe
 from .pii import PiiCheck
 from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
 from .safety import DEFAULT_PII, citation_ok, pii_hits, safety_pass, violations
 
+if TYPE_CHECKING:
+    from .nli import NLITier
+
 __all__ = [
     "CONVERSATION_METRICS",
+    "DEFAULT_GROUNDING",
+    "LEXICAL_GROUNDING",
+    "Grounding",
     "TURN_METRICS",
     "conversation_support",
     "conversation_supports",
+    "grounded_faithfulness",
     "safety_failures",
     "score_conversation",
     "score_turn",
@@ -70,39 +87,89 @@ TURN_METRICS: tuple[str, ...] = (
 CONVERSATION_METRICS: tuple[str, ...] = ("forgetfulness", "context_retention")
 
 
+@dataclass(frozen=True)
+class Grounding:
+    """How offline scoring grounds answers (see the module docstring)."""
+
+    support: Rule = SUPPORT_RULE  # faithfulness and grounded units
+    coverage: Rule = COVERAGE_RULE  # correctness
+    tier: NLITier | None = None  # rescores the faithfulness of uncertain turns
+
+
+DEFAULT_GROUNDING = Grounding()
+LEXICAL_GROUNDING = Grounding(LEXICAL_SUPPORT, LEXICAL_COVERAGE)
+
+
 def user_statements(message: str) -> list[str]:
     """The sentences of a user message that state something (questions, ending in "?", do not:
     an answer that echoes the question as a fact is not grounded by it)."""
     return [s for s in split_sentences(message) if not s.rstrip().endswith("?")]
 
 
-def conversation_supports(turns: Sequence[Turn]) -> Iterator[list[str]]:
+def conversation_supports(turns: Sequence[Turn], rule: Rule = SUPPORT_RULE) -> Iterator[list[str]]:
     """For each turn in order, what the conversation established before its answer: the
     user's statements up to and including that turn, and the grounded units of earlier
-    answers (built once for the whole conversation)."""
+    answers (``grounding.grounded_units``: supported by their own turn's contexts), built
+    once for the whole conversation. The plugin and the calibration benchmark both ground
+    conversations with this function."""
     established: list[str] = []
     for t in turns:
         own = user_statements(t.rag_input)
         yield established + own
         established += own
-        established += grounded_units(t.answer, t.contexts)
+        established += grounded_units(t.answer, t.contexts, rule)
 
 
-def conversation_support(turns: Sequence[Turn], index: int) -> list[str]:
+def conversation_support(turns: Sequence[Turn], index: int, rule: Rule = SUPPORT_RULE) -> list[str]:
     """What the conversation established before the answer of ``turns[index]``
     (:func:`conversation_supports`)."""
-    return next(itertools.islice(conversation_supports(turns), index, None))
+    return next(itertools.islice(conversation_supports(turns, rule), index, None))
+
+
+def grounded_faithfulness(
+    answer: str | None,
+    contexts: Sequence[Context],
+    conversation: Sequence[str],
+    grounding: Grounding = DEFAULT_GROUNDING,
+    verdicts: dict[str, Verdict] | None = None,
+    metric: str = "faithfulness",
+) -> float | None:
+    """``grounding.faithfulness`` by ``grounding.support``; with a tier, an uncertain figure
+    is rescored by the model (premises: the contexts, and the conversation's texts as one
+    more) and, given ``verdicts``, a verdict under ``metric`` says so."""
+    if answer is None or is_no_answer(answer):
+        return None
+    supports = unit_supports(answer, contexts, conversation, grounding.support)
+    offline = faithfulness_of(supports)
+    tier = grounding.tier
+    if tier is None or not supports or not tier.uncertain(offline):
+        return offline
+    premises = [c.text for c in contexts] + ([" ".join(conversation)] if conversation else [])
+    value = tier.rescore(supports, premises)
+    if verdicts is not None:
+        lo, hi = tier.band
+        reason = f"offline {offline:.3f} in the uncertain band [{lo:g}, {hi:g}): rescored by the NLI checker"
+        verdicts[metric] = Verdict(value=value, reason=reason, model=tier.name)
+    return value
 
 
 def score_turn(
-    turn: Turn, *, k: int | None = None, conversation: Sequence[str] = (), pii: PiiCheck = DEFAULT_PII
+    turn: Turn,
+    *,
+    k: int | None = None,
+    conversation: Sequence[str] = (),
+    grounding: Grounding = DEFAULT_GROUNDING,
+    verdicts: dict[str, Verdict] | None = None,
+    pii: PiiCheck = DEFAULT_PII,
 ) -> dict[str, float | None]:
     """Every offline turn-level metric of one turn (see ``TURN_METRICS``; None = not applicable).
 
     ``conversation``: the support the conversation so far gives (``conversation_support``);
-    ``faithfulness`` uses it, ``faithfulness_strict`` does not. ``correctness`` is the
-    coverage of the ground truth times ``faithfulness`` (coverage alone when the turn has
-    no context and no conversation support to judge support by).
+    ``faithfulness`` uses it, ``faithfulness_strict`` does not (:func:`grounded_faithfulness`,
+    which writes the model tier's verdicts into ``verdicts`` when given). ``correctness`` is
+    the coverage of the ground truth's facts (``grounding.correctness``), beside
+    faithfulness, not multiplied by it. A reply with no substantive sentence (only
+    courtesy) is no answer: not attempted, faithfulness None.
 
     All values are None when the turn was not run (``answer`` is None). The answer metrics
     (answer_f1, exact_match, correctness, context_recall) are None without a ground truth;
@@ -117,17 +184,16 @@ def score_turn(
     has_gt = bool(tokens(gt))
     ids = distinct_source_ids(turn.contexts)
     rel = turn.relevant_doc_ids
-    faithful = faithfulness(answer, turn.contexts, conversation)
-    support = faithful if (turn.contexts or conversation) else None
+    g = grounding
     return {
         "answer_f1": answer_f1(answer, gt) if has_gt else None,
         "exact_match": exact_match(answer, gt) if has_gt else None,
-        "correctness": correctness(answer, gt, support) if has_gt else None,
+        "correctness": correctness(answer, gt, g.coverage) if has_gt else None,
         "recall_at_k": recall_at_k(ids, rel, k),
         "mrr": mrr(ids, rel),
         "ndcg_at_k": ndcg_at_k(ids, rel, k),
-        "faithfulness": faithful,
-        "faithfulness_strict": faithfulness(answer, turn.contexts),
+        "faithfulness": grounded_faithfulness(answer, turn.contexts, conversation, g, verdicts),
+        "faithfulness_strict": grounded_faithfulness(answer, turn.contexts, (), g, verdicts, "faithfulness_strict"),
         "context_recall": context_recall(gt, turn.contexts) if has_gt else None,
         "context_precision": context_precision(turn.contexts, rel, gt),
         "safety_pass_rate": safety_pass(answer, turn.negative_assertions, pii),
@@ -160,11 +226,13 @@ def safety_failures(conv: Conversation, pii: PiiCheck = DEFAULT_PII) -> list[str
     return out
 
 
-def score_conversation(conv: Conversation, *, k: int | None = None, pii: PiiCheck = DEFAULT_PII) -> None:
+def score_conversation(
+    conv: Conversation, *, k: int | None = None, grounding: Grounding = DEFAULT_GROUNDING, pii: PiiCheck = DEFAULT_PII
+) -> None:
     """Score one conversation in place (idempotent).
 
     - every turn: ``turn.scores.update(score_turn(turn, k=k, conversation=...))`` with the
-      turn's ``conversation_support``;
+      turn's ``conversation_support`` (the model tier's verdicts, if any, in ``turn.verdicts``);
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
       ``pii``: the personal-data detectors and the suite's allow-list;
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
@@ -172,11 +240,14 @@ def score_conversation(conv: Conversation, *, k: int | None = None, pii: PiiChec
       forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
-    for turn, support in zip(conv.turns, conversation_supports(conv.turns), strict=True):
-        turn.scores.update(score_turn(turn, k=k, conversation=support, pii=pii))
+    supports = conversation_supports(conv.turns, grounding.support)
+    for turn, support in zip(conv.turns, supports, strict=True):
+        turn.scores.update(
+            score_turn(turn, k=k, conversation=support, grounding=grounding, verdicts=turn.verdicts, pii=pii)
+        )
     for msg in safety_failures(conv, pii):
         if msg not in conv.failures:
             conv.failures.append(msg)
     for name in TURN_METRICS:
         conv.scores[name] = mean([t.scores.get(name) for t in conv.turns])
-    apply_forgetfulness_probe(conv)
+    apply_forgetfulness_probe(conv, grounding.coverage)

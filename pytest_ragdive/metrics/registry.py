@@ -182,11 +182,11 @@ def _mark(obj: object) -> MetricSpec | None:
 _BUILTIN = (
     metric("answer_f1", dimension="answer", definition="SQuAD token F1 of the answer against the ground truth"),
     metric("exact_match", dimension="answer", definition="1 when the SQuAD-normalised answer equals the ground truth"),
-    metric("correctness", dimension="answer", definition="graded: share of the ground truth's content terms the answer asserts (a long reference is covered by 12 of them) times the answer's faithfulness (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention on an answerable turn: 0)"),
+    metric("correctness", dimension="answer", definition="graded coverage of the ground truth's facts by what the answer asserts, lexical and semantic (embedded model; numbers, negations and names lexical), a long reference covered by 24 of its terms; beside faithfulness, not multiplied by it (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention or no answer on an answerable turn: 0)"),
     metric("recall_at_k", dimension="retrieval", definition="share of relevant documents among the retrieved contexts"),
     metric("mrr", dimension="retrieval", definition="reciprocal rank of the first relevant retrieved document"),
     metric("ndcg_at_k", dimension="retrieval", definition="binary-relevance nDCG of the retrieved documents"),
-    metric("faithfulness", dimension="grounding", definition="how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units (a pure abstention: 1)"),
+    metric("faithfulness", dimension="grounding", definition="how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units, lexical and semantic (embedded model; numbers, negations and names lexical; nli backend: a checker rescores uncertain turns; a pure abstention: 1; courtesy only: no answer, None)"),
     metric("faithfulness_strict", dimension="grounding", definition="faithfulness against this turn's retrieved contexts only (no credit for restating the conversation)"),
     metric("answer_relevance", dimension="answer", definition="LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding"),
     metric("context_recall", dimension="retrieval", definition="share of the ground truth's content covered by the retrieved contexts"),

@@ -33,6 +33,13 @@ Abstention
     do not specify X, but you can ..." is a *partial* answer: it abstains
     (``has_abstention``) and asserts the rest.
 
+Courtesy is not content
+    A reply with no substantive sentence (only courtesy and fillers: "Let me
+    know if you have any other questions.") is *no answer* (``is_no_answer``):
+    not attempted, and not scored for faithfulness. ``substantive_text`` is the
+    answer without its courtesy and fillers: what answer_f1 and exact_match
+    compare, as correctness and faithfulness compare only asserted units.
+
 Unanswerable ground truth
     ``is_unanswerable``: the normalised ground truth starts with "not
     answerable"/"unanswerable", or the ground truth is itself a pure
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 __all__ = [
     "EQUIVALENTS",
@@ -54,12 +62,14 @@ __all__ = [
     "content_tokens",
     "has_abstention",
     "is_abstention",
+    "is_no_answer",
     "is_unanswerable",
     "match_terms",
     "normalize_answer",
     "split_sentences",
     "stem",
     "strip_citations",
+    "substantive_text",
     "tokens",
 ]
 
@@ -310,12 +320,19 @@ def _is_filler(text: str) -> bool:
     return set(tokens(text)) <= _FILLER
 
 
+class _Analysis(NamedTuple):
+    first_abstains: bool  # the first substantive sentence abstains
+    some_abstains: bool  # some clause abstains
+    units: tuple[str, ...]  # the asserted units
+    substantive: str  # the answer without its courtesy and fillers (abstentions kept)
+
+
 @lru_cache(maxsize=4096)
-def _analyse(answer: str) -> tuple[bool, bool, tuple[str, ...]]:
-    """(first substantive sentence abstains, some clause abstains, asserted units)."""
+def _analyse(answer: str) -> _Analysis:
     first: bool | None = None
     some = False
     units: list[str] = []
+    kept: list[str] = []
     for sentence in _split_sentences(strip_citations(answer)):
         if not tokens(sentence) or _is_filler(sentence):
             continue
@@ -324,21 +341,39 @@ def _analyse(answer: str) -> tuple[bool, bool, tuple[str, ...]]:
             first = whole
         if not whole and _COURTESY_RE.search(normalize_answer(sentence)):
             continue
-        for clause in _CLAUSE_SPLIT_RE.split(sentence):
-            if not clause or not tokens(clause) or _is_filler(clause):
-                continue
+        clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence) if c and tokens(c) and not _is_filler(c)]
+        own: list[str] = []
+        for clause in clauses:
             if _abstains(clause):
                 some = True
+                own.append(clause)
             elif not _COURTESY_RE.search(normalize_answer(clause)):
                 units.append(clause)
+                own.append(clause)
         some = some or whole
-    return bool(first), some, tuple(units)
+        kept.append(sentence if len(own) == len(clauses) else " ".join(own))
+    return _Analysis(bool(first), some, tuple(units), " ".join(k for k in kept if k))
 
 
 def asserted_units(answer: str | None) -> list[str]:
     """The clauses of the answer that assert something: every clause of every sentence
     (citation markers stripped) that is not an abstention, a courtesy or a filler."""
-    return list(_analyse(answer or "")[2])
+    return list(_analyse(answer or "").units)
+
+
+def substantive_text(answer: str | None) -> str:
+    """The answer without its courtesy ("Happy to help!", "Let me know if ...") and fillers
+    ("Sorry!"), citation markers stripped: what the answer-level metrics compare. A sentence
+    none of whose clauses is left out is kept as written; abstaining clauses are kept."""
+    return _analyse(answer or "").substantive
+
+
+def is_no_answer(answer: str | None) -> bool:
+    """True when the reply has no substantive sentence: empty, or only courtesy and fillers
+    ("Let me know if you have any other questions."). It is not attempted and not scored for
+    faithfulness; a reply that says it cannot answer is an abstention, not "no answer"."""
+    a = _analyse(answer or "")
+    return not a.units and not a.some_abstains
 
 
 def is_abstention(answer: str | None) -> bool:
@@ -346,14 +381,15 @@ def is_abstention(answer: str | None) -> bool:
     citation markers), or its first substantive sentence abstains and it asserts nothing
     else (see the module docstring). "Returns take 30 days. I can't find anything on
     exchanges." is an attempt; "The documents do not specify X, but you can ..." is a
-    partial answer (an attempt that also abstains, ``has_abstention``)."""
-    return not _analyse(answer or "")[2]
+    partial answer (an attempt that also abstains, ``has_abstention``). A reply with no
+    substantive sentence (``is_no_answer``) counts too: it attempts nothing."""
+    return not _analyse(answer or "").units
 
 
 def has_abstention(answer: str | None) -> bool:
     """True when some clause of the answer abstains (a pure abstention, or a partial answer)."""
-    _, some, units = _analyse(answer or "")
-    return some or not units
+    a = _analyse(answer or "")
+    return a.some_abstains or not a.units
 
 
 def is_unanswerable(ground_truth: str | None) -> bool:
@@ -365,5 +401,5 @@ def is_unanswerable(ground_truth: str | None) -> bool:
         return False
     if norm.startswith(("not answerable", "unanswerable")):
         return True
-    first, _, units = _analyse(ground_truth or "")
-    return first and not units
+    a = _analyse(ground_truth or "")
+    return a.first_abstains and not a.units

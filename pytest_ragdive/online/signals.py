@@ -20,8 +20,9 @@ abstained         the answer declines to answer (``metrics.lexical.is_abstention
 language          BCP 47 code of the answer's language by a cheap rule (``detect_language``);
                   ``und`` when undetermined
 grounding         the offline ``faithfulness`` of the answer in its contexts
-                  (``metrics.lexical.faithfulness``: term-weighted support of what the answer
-                  asserts; 0.0 with no context; None when the answer abstains)
+                  (``metrics.grounding.faithfulness``: term-weighted lexical and semantic
+                  support of what the answer asserts; 0.0 with no context; None when the
+                  answer abstains or says nothing of substance)
 user_turns        number of user messages in the history (the new one included)
 retrieval_s, generation_s, total_s
                   the stage timings passed in (None when not measured)
@@ -37,7 +38,8 @@ from types import MappingProxyType
 from pydantic import BaseModel, ConfigDict
 
 from ..core.records import TargetResponse, Turn
-from ..metrics.lexical import faithfulness, is_abstention
+from ..metrics.grounding import faithfulness
+from ..metrics.lexical import is_abstention
 from ..metrics.safety import cited_ids, normalize_for_match
 
 __all__ = ["HEDGING_PHRASES", "RequestSignals", "detect_language", "is_hedged", "request_signals"]

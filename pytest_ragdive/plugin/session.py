@@ -120,6 +120,9 @@ class RagdiveSession:
                     "judge_backend = 'ragas' needs ragas: pip install 'pytest-ragdive[ragas]' "
                     "(or set judge_backend = 'builtin')"
                 )
+        from ..metrics.backends import check_grounding
+
+        check_grounding(cfg)  # the embedded model, the NLI checker: usage errors before anything runs
         self.plans()  # golden data errors are usage errors, reported before collection
         if cfg.update_baseline and cfg.shard:
             raise UsageError(

@@ -23,6 +23,7 @@ from .turn_loop import BackgroundLoop, OnTurn, record_error, run_conversation, r
 if TYPE_CHECKING:
     from ..metrics.backends import JudgeAsItRuns
     from ..metrics.judged import ConversationJudge
+    from ..metrics.offline import Grounding
     from ..sources.roles import Role
 
 
@@ -38,6 +39,7 @@ class Pipeline:
         self._corpora: dict[str, dict[str, Document]] = {}
         self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
         self._released = Snapshot()  # finished conversations let go of (release): still counted by progress
+        self._grounding: Grounding | None = None
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -57,6 +59,14 @@ class Pipeline:
 
             self._llm = LLMClient.from_config(self.cfg)
         return self._llm
+
+    def grounding(self) -> Grounding:
+        """The offline grounding of ``faithfulness_backend``, built once (the NLI checker loads here)."""
+        if self._grounding is None:
+            from ..metrics.backends import offline_grounding
+
+            self._grounding = offline_grounding(self.cfg)
+        return self._grounding
 
     @property
     def llm_used(self) -> bool:
@@ -144,11 +154,7 @@ class Pipeline:
                     assert template is not None
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
                 if conv.error is None:
-                    from ..metrics.offline import score_conversation
-                    from ..metrics.pii import PiiCheck
-
-                    sc = cfg.suites.get(plan.suite)
-                    score_conversation(conv, pii=PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck())
+                    await self._score(conv, plan)
             # a team's own metrics and assert: checks (the slot is not held: they may call a judge)
             checked = await self._checks(conv, plan) if conv.error is None and plan.kind != "sharded" else None
         except BaseException:
@@ -189,6 +195,25 @@ class Pipeline:
             record_error(conv, exc, "judging")
             self._note_fatal(exc)
         return calls
+
+    async def _score(self, conv: Conversation, plan: Plan) -> None:
+        """The offline scores; with a model tier in a worker thread (the checker is slow and
+        releases the GIL, the event loop goes on). A grounding that cannot load ends the run."""
+        from ..metrics.offline import score_conversation
+        from ..metrics.pii import PiiCheck
+
+        try:
+            grounding = self.grounding()
+        except FatalRunError as exc:  # the embedded model or the NLI checker
+            record_error(conv, exc, "scoring")
+            self._note_fatal(exc)
+            return
+        sc = self.cfg.suites.get(plan.suite)
+        pii = PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck()
+        if grounding.tier is None:
+            score_conversation(conv, grounding=grounding, pii=pii)
+        else:
+            await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,

@@ -1,7 +1,6 @@
 """The example's reader styles against its recorded baseline, through the plugin's own
 suite runner and gate helper: the healthy bot passes the core gate, the one that answers
-from "memory" fails it on faithfulness (not only on correctness), the one that
-paraphrases passes."""
+from "memory" fails it on faithfulness, the one that paraphrases passes."""
 
 from __future__ import annotations
 
@@ -50,7 +49,9 @@ def test_memory_reader_fails_on_faithfulness(tolerances: dict[str, float]) -> No
     # one line per regressed metric: "core/faithfulness (↑ better): current ..."
     failed = {line.split()[0].split("/")[-1] for line in str(err.value).splitlines()}
     assert "faithfulness" in failed
-    assert "correctness" in failed
+    # issue 27: its answers are complete (correctness is coverage of the reference, no longer
+    # times faithfulness), what it invents is faithfulness's to catch
+    assert "correctness" not in failed
 
 
 def test_styles_change_the_words_not_the_retrieval() -> None:

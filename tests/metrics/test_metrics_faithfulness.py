@@ -1,14 +1,38 @@
-"""The graded offline rules of issue 11, pinned on hand-made answers: faithfulness
-(partial answers, paraphrases, answers grounded only in an earlier turn),
-correctness (graded coverage times support) and abstentions."""
+"""The graded offline rules of issue 11, pinned on hand-made answers with the lexical
+evidence alone (its arithmetic of term shares): faithfulness (partial answers,
+paraphrases, answers grounded only in an earlier turn), correctness (graded coverage of
+the reference, beside faithfulness since issue 27) and abstentions. The semantic
+evidence is pinned in test_metrics_grounding.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from pytest_ragdive.core.records import Context, Conversation, Turn
-from pytest_ragdive.metrics.lexical import correctness, coverage, faithfulness, grounded_units
-from pytest_ragdive.metrics.offline import conversation_support, score_conversation, user_statements
+from pytest_ragdive.metrics import grounding
+from pytest_ragdive.metrics.grounding import LEXICAL_COVERAGE, LEXICAL_SUPPORT
+from pytest_ragdive.metrics.offline import (
+    LEXICAL_GROUNDING,
+    conversation_support,
+    score_conversation,
+    user_statements,
+)
+
+
+def faithfulness(answer: str, contexts: list[Context]) -> float | None:
+    return grounding.faithfulness(answer, contexts, rule=LEXICAL_SUPPORT)
+
+
+def grounded_units(answer: str, contexts: list[Context]) -> list[str]:
+    return grounding.grounded_units(answer, contexts, LEXICAL_SUPPORT)
+
+
+def correctness(answer: str, gt: str) -> float | None:
+    return grounding.correctness(answer, gt, LEXICAL_COVERAGE)
+
+
+def coverage(answer: str, gt: str) -> float | None:
+    return grounding.coverage(answer, gt, LEXICAL_COVERAGE)
 
 CTX = [
     Context(id="p#1", doc_id="plans", text="The Pro plan costs $12 per month and includes 30 days of video history."),
@@ -67,11 +91,11 @@ def test_answer_grounded_only_in_an_earlier_turn() -> None:
         contexts=CTX[:1][:0] + [Context(id="x", text="Lumio ships to Canada.")],
     )
     conv = Conversation(id="c", turns=[earlier, later])
-    support = conversation_support(conv.turns, 1)
+    support = conversation_support(conv.turns, 1, LEXICAL_SUPPORT)
     assert "Refunds are issued within 14 days." in support  # the earlier grounded answer
     assert "I'm on the Pro plan." in support  # the user's statement...
     assert not any(s.endswith("?") for s in support)  # ...but not their questions
-    score_conversation(conv)
+    score_conversation(conv, grounding=LEXICAL_GROUNDING)
     assert later.scores["faithfulness"] == 1.0
     assert later.scores["faithfulness_strict"] == 0.0
 
@@ -87,7 +111,7 @@ def test_echoing_the_question_as_a_fact_is_not_grounded() -> None:
     assert user_statements("Does the Pro plan include single sign-on?") == []
     turn = Turn(rag_input="Does the Pro plan include single sign-on?", answer="The Pro plan includes single sign-on.", contexts=[])
     conv = Conversation(id="c", turns=[turn])
-    score_conversation(conv)
+    score_conversation(conv, grounding=LEXICAL_GROUNDING)
     assert turn.scores["faithfulness"] == pytest.approx(0.0)
 
 
@@ -96,16 +120,17 @@ def test_echoing_the_question_as_a_fact_is_not_grounded() -> None:
 GT = "Refunds are issued within 14 days to the original payment method."  # 8 terms
 
 
-def test_correctness_is_coverage_times_support() -> None:
+def test_correctness_is_coverage_beside_faithfulness() -> None:
     full = "Refunds are issued within 14 days to the original payment method."
-    assert correctness(full, GT, support=1.0) == 1.0
+    assert correctness(full, GT) == 1.0
     # half the reference covered
-    assert correctness("Refunds are issued within 14 days.", GT, support=1.0) == pytest.approx(5 / 8)
-    # the whole reference plus an invented detail: covered, but less supported
+    assert correctness("Refunds are issued within 14 days.", GT) == pytest.approx(5 / 8)
+    # issue 27: the whole reference plus an invented detail is complete (correctness 1.0, on
+    # 8bb042a coverage x faithfulness = 0.6) and caught by faithfulness, gated beside it
     invented = f"{full} You also get a bonus voucher worth fifty dollars."
     s = faithfulness(invented, CTX)
     assert s is not None and s < 1.0
-    assert correctness(invented, GT, support=s) == pytest.approx(s)
+    assert correctness(invented, GT) == 1.0
 
 
 def test_coverage_of_a_long_reference_is_capped() -> None:

@@ -3,14 +3,13 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragdive.core.records import Context
+from pytest_ragdive.metrics import grounding
 from pytest_ragdive.metrics.lexical import (
     answer_f1,
     citation_markers,
     content_tokens,
     context_recall,
-    correctness,
     exact_match,
-    faithfulness,
     is_abstention,
     is_unanswerable,
     normalize_answer,
@@ -95,6 +94,15 @@ def test_exact_match() -> None:
     assert exact_match("the answer is", "answer") == 0.0
 
 
+def test_courtesy_costs_answer_f1_and_exact_match_nothing() -> None:
+    # issue 27: on 8bb042a a "Happy to help!" prefix cost answer_f1 (1.0 -> 0.67) and failed the gate
+    gt = "Refunds are issued within 14 days."
+    plain = "Refunds are issued within 14 days."
+    for polite in (f"Happy to help! {plain}", f"{plain} Let me know if you have any other questions."):
+        assert answer_f1(polite, gt) == answer_f1(plain, gt) == 1.0
+        assert exact_match(polite, gt) == 1.0
+
+
 def test_f1_and_em_on_unanswerable_reward_abstention() -> None:
     assert answer_f1("I don't know.", "Not answerable from the document") == 1.0
     assert exact_match("I can't find that in the help centre.", "Not answerable") == 1.0
@@ -147,7 +155,17 @@ def test_is_unanswerable() -> None:
     assert not is_unanswerable("")
 
 
-# ---------------------------------------------------------------- correctness
+# ---------------------------------------------------------------- correctness, faithfulness (lexical rule)
+# the lexical evidence alone (faithfulness_backend = "lexical"): the arithmetic of the term shares
+
+
+def correctness(answer: str, gt: str) -> float | None:
+    return grounding.correctness(answer, gt, grounding.LEXICAL_COVERAGE)
+
+
+def faithfulness(answer: str, contexts: list) -> float | None:
+    return grounding.faithfulness(answer, contexts, rule=grounding.LEXICAL_SUPPORT)
+
 
 GT = "Refunds are issued within 14 days to the original payment method."
 # GT content tokens: refunds issued within 14 days original payment method (8)
@@ -211,8 +229,10 @@ def test_faithfulness_accepts_strings_and_strips_citations() -> None:
 def test_faithfulness_abstention_and_zero_cases() -> None:
     # issue 11: a pure abstention asserts nothing unsupported (it costs correctness instead)
     assert faithfulness("I can't find that in the help centre.", CTX) == 1.0
-    assert faithfulness("", CTX) == 1.0
     assert faithfulness("Refunds are issued within 14 days.", []) == 0.0
+    # issue 27: a reply with nothing of substance is no answer, not a perfect faithfulness
+    assert faithfulness("", CTX) is None
+    assert faithfulness("Let me know if you have any other questions.", CTX) is None
 
 
 # ---------------------------------------------------------------- context recall

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragdive.core.records import Context, TargetResponse, Turn
-from pytest_ragdive.metrics.lexical import faithfulness
+from pytest_ragdive.metrics.grounding import faithfulness
 from pytest_ragdive.metrics.offline import score_turn
 from pytest_ragdive.online.signals import RequestSignals, detect_language, is_hedged, request_signals
 

@@ -92,6 +92,8 @@ class ConversationJudge:
         self.calls = JudgeCalls()
         self.backend_judges = backend_judges or {}
         self.rubrics = dict(cfg.judges)  # the config's rubric judges (metrics of their own)
+        self.band = cfg.judge_band
+        self.lexical = cfg.faithfulness_backend == "lexical"
         self._items: dict[int, list[_Item]] = {}  # by id() of the answered turn, in the order seen
         self._error: BaseException | None = None  # building a turn's judges failed
 
@@ -102,6 +104,9 @@ class ConversationJudge:
         self._items[id(turn)] = items
         try:
             judges = _turn_judges(self.conv, turn, self.client, self.documents, self.calls, self.backend_judges)
+            if self.band is not None and not isinstance(judges.get("faithfulness"), Verdict):
+                if not _in_band(self.conv, turn, self.band, self.lexical):
+                    del judges["faithfulness"]  # the offline figure stands (its verdict says so)
             for metric, judge in ((m, j) for m, j in judges.items() if m in self.selected):
                 items.append((turn, metric, judge if isinstance(judge, Verdict) else self._start(metric, judge)))
             for name, rj in self.rubrics.items():
@@ -181,6 +186,26 @@ class ConversationJudge:
         conv.judge_calls = self.calls
         if error is not None:
             raise error
+
+
+def _in_band(conv: Conversation, turn: Turn, band: tuple[float, float], lexical: bool) -> bool:
+    """Whether the turn's offline faithfulness (the lexical or semantic rule, the conversation
+    so far) falls in ``judge_band``; when it does not, the turn gets a verdict saying so."""
+    from ..grounding import LEXICAL_SUPPORT, SUPPORT_RULE
+    from ..offline import Grounding, conversation_support, grounded_faithfulness
+
+    rule = LEXICAL_SUPPORT if lexical else SUPPORT_RULE
+    index = next(i for i, t in enumerate(conv.turns) if t is turn)
+    support = conversation_support(conv.turns, index, rule)
+    offline = grounded_faithfulness(turn.answer, turn.contexts, support, Grounding(support=rule))
+    lo, hi = band
+    if offline is not None and (lo <= offline < hi or offline == hi == 1.0):
+        return True
+    shown = "no answer" if offline is None else f"{offline:.3f}"
+    turn.verdicts["faithfulness"] = Verdict(
+        value=offline, reason=f"offline faithfulness {shown} outside judge_band [{lo:g}, {hi:g}): not judged", model=None
+    )
+    return False
 
 
 def _turn_judges(
