@@ -103,10 +103,14 @@ def conclude(
     elif cfg.update_baseline:
         errored = sum(1 for c in convs if c.error)
         unsafe = sum(1 for c in convs if c.failures)
+        unjudged = sum(c.judge_calls.not_judged for c in convs if c.judge_calls is not None)
+        skipped = sum(1 for c in convs if c.not_run)
         why = (
             "the run was interrupted" if not facts.completed
             else "the run hit a fatal LLM error" if facts.fatal
             else "no conversation ran" if not convs
+            else f"{unjudged} judge call(s) not judged and {skipped} conversation(s) not run (record mode none: no key)"
+            if unjudged or skipped
             else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
             else f"{errored} conversation(s) errored" if errored
             else f"{unsafe} conversation(s) with a safety violation (a baseline never records one)" if unsafe
@@ -138,12 +142,24 @@ def conclude(
     elif subset_gate:
         out.status = GateStatus.SUBSET
     elif baseline is not None:
+        from .fallback import keyless_gate
+
         policy = cfg.gate_policy
+        # a keyless run that could not judge (or run) everything: the offline twins, the conversations that ran
+        keyless = keyless_gate(convs, {s: cfg.gated_metrics(s) for s in suites})
+        notes += keyless.notes
         rows = check(
-            suites, baseline, cfg.gate, {s: cfg.gated_metrics(s) for s in suites}, convs=convs, method=policy.method,
+            suites, baseline, cfg.gate, keyless.gates, convs=convs, method=policy.method,
             on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
-            unstable_spread=policy.unstable_spread,
+            unstable_spread=policy.unstable_spread, ran=keyless.ran,
         )
+        for row in rows:
+            if row.verdict == "not in baseline" and row.metric in keyless.twins.get(row.suite, {}):
+                notes.append(
+                    f"suite {row.suite}: the baseline has no offline value of {keyless.twins[row.suite][row.metric]} "
+                    f"({row.metric}): re-record it with this plugin version (it stores the offline twins of "
+                    "the judged metrics) to gate a keyless run"
+                )
         note = baseline_note(baseline, cfg.baseline or "", policy.method)
         if note and rows:
             notes.append(note)

@@ -35,6 +35,7 @@ from .lexical import (
     tokens,
 )
 from .multiturn import apply_forgetfulness_probe
+from .registry import METRICS, OFFLINE_TWINS
 from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
 from .safety import citation_ok, safety_pass, violations
 
@@ -43,6 +44,7 @@ __all__ = [
     "TURN_METRICS",
     "conversation_support",
     "conversation_supports",
+    "keep_offline_twins",
     "safety_failures",
     "score_conversation",
     "score_turn",
@@ -174,3 +176,16 @@ def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
     for name in TURN_METRICS:
         conv.scores[name] = mean([t.scores.get(name) for t in conv.turns])
     apply_forgetfulness_probe(conv)
+
+
+def keep_offline_twins(conv: Conversation) -> None:
+    """Copy the offline values of the metrics an LLM judge will overwrite to their twins
+    (``faithfulness`` -> ``faithfulness_offline``, :data:`~pytest_ragdive.metrics.registry.OFFLINE_TWINS`):
+    call it after :func:`score_conversation` and before the judge writes. Idempotent."""
+    for metric, twin in OFFLINE_TWINS.items():
+        if METRICS[metric].level == "turn":
+            for turn in conv.turns:
+                if metric in turn.scores:
+                    turn.scores[twin] = turn.scores[metric]
+        if metric in conv.scores:
+            conv.scores[twin] = conv.scores[metric]

@@ -50,7 +50,27 @@ _SPECS = (
     MetricSpec("sharded_gap", "lower", "suite", "mean BEST answer F1 of FULL minus SHARDED over (question, run) pairs, with a paired question-cluster bootstrap CI", "diagnosis"),
 )
 
-METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+# The metrics an LLM judge scores that the offline scorer scores too: on the LLM path the
+# offline value is kept beside the judged one under the twin's name, so that a run whose
+# judge calls cannot be made (record mode none, a call not cached) is still gated, on the
+# twins, against the baseline's offline values.
+OFFLINE_TWINS: dict[str, str] = {
+    m: f"{m}_offline"
+    for m in ("faithfulness", "context_precision", "context_recall", "correctness", "forgetfulness", "context_retention")
+}
+TWIN_OF: dict[str, str] = {twin: m for m, twin in OFFLINE_TWINS.items()}
+
+_BY_NAME = {s.name: s for s in _SPECS}
+_TWINS = tuple(
+    MetricSpec(
+        twin, _BY_NAME[m].direction, _BY_NAME[m].level,
+        f"the offline scorer's {m} on an LLM-judged run (kept beside the judged value; the gate falls back to "
+        "it when judge calls cannot be made)", _BY_NAME[m].dimension,
+    )
+    for m, twin in OFFLINE_TWINS.items()
+)
+
+METRICS: dict[str, MetricSpec] = {s.name: s for s in (*_SPECS, *_TWINS)}
 
 
 ARROW = {"higher": "↑", "lower": "↓"}  # how reports show a metric's better side

@@ -58,10 +58,21 @@ class _Collecting:
         given), add the conversations after the collected tests."""
         from .items import RagdiveItem, build_items
 
-        if any(isinstance(i, RagdiveItem) for i in items):
+        if not any(isinstance(i, RagdiveItem) for i in items):
+            anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
+            items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """No item runs without a target: one line, exit 4 (not one error per item)."""
+        from ..core.errors import UsageError
+        from .preflight import check_items
+
+        if session.config.option.collectonly:
             return
-        anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
-        items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
+        try:
+            check_items(self.sess, session.items)
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
 
 
 

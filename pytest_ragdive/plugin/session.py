@@ -57,6 +57,7 @@ class RagdiveSession:
         self._plans: list[Plan] | None = None
         self.pipeline = Pipeline(cfg)
         self._target: AsyncTarget | None = None
+        self._config_target: Any = None  # what `target` in the config names, once built
         self.scheduler: Scheduler | None = None
         self.progress: Progress | None = None  # set by the role when stdout is a terminal
         # the scored conversations, held compactly (contexts stored for the reports only)
@@ -105,6 +106,9 @@ class RagdiveSession:
                     "(or set judge_backend = 'builtin')"
                 )
         self.plans()  # golden data errors are usage errors, reported before collection
+        from .preflight import check_config
+
+        check_config(self)  # the target the config names, the LLM key: one line each, before anything runs
         if cfg.update_baseline and cfg.shard:
             raise UsageError(
                 f"--ragdive-update-baseline with --ragdive-shard={cfg.shard}: one shard cannot record a baseline "
@@ -169,6 +173,9 @@ class RagdiveSession:
         return self.pipeline.fatal
 
     def default_target(self) -> Any:
+        """The target ``target`` in the config names (built once)."""
+        if self._config_target is not None:
+            return self._config_target
         if not self.cfg.target:
             raise TargetError(
                 "no ragdive target: override the `ragdive_target` fixture in conftest.py "
@@ -176,7 +183,8 @@ class RagdiveSession:
             )
         if self.cfg.base_dir not in sys.path:
             sys.path.insert(0, self.cfg.base_dir)
-        return http_target.from_config(self.cfg.target, self.cfg.target_timeout_s)
+        self._config_target = http_target.from_config(self.cfg.target, self.cfg.target_timeout_s)
+        return self._config_target
 
     # -- running ------------------------------------------------------------
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
@@ -246,6 +254,8 @@ class RagdiveSession:
         only under -v (results.json keeps it either way)."""
         from .item_report import failure_text
 
+        if conv.not_run:  # record mode none: its simulated user cannot go on without a key
+            pytest.skip(conv.not_run)
         in_target = bool(conv.error) and str(conv.error).startswith(("turn ", "stand-alone probe"))
         text = failure_text(conv, with_traceback=in_target or self.config.option.verbose > 0)
         if text is not None:

@@ -143,16 +143,18 @@ class Pipeline:
                     template = plan.new_conversation()
                     assert template is not None
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
-                if conv.error is None:
-                    from ..metrics.offline import score_conversation
+                if conv.error is None and conv.not_run is None:
+                    from ..metrics.offline import keep_offline_twins, score_conversation
 
                     score_conversation(conv)
+                    if judging is not None:
+                        keep_offline_twins(conv)  # the judge overwrites; the twins keep the offline values
         except BaseException:
             if judging is not None:
                 judging.cancel()
             raise
         if judging is not None:
-            if conv.error is None:
+            if conv.error is None and conv.not_run is None:
                 await self._judge(conv, judging)
             else:
                 await judging.discard()  # a failed conversation is not judged
@@ -212,16 +214,33 @@ class Pipeline:
                 role=spec.role,
                 document_id=spec.document_id,
             )
-            record_error(conv, exc, "generation")
-            self._note_fatal(exc)
+            if not self._not_run(conv, exc):
+                record_error(conv, exc, "generation")
+                self._note_fatal(exc)
             return conv
         try:
             return await run_conversation(conv, user, target, probe=self.cfg.forgetfulness_probe, on_turn=on_turn)
         except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or validator
             conv.turns = [t for t in conv.turns if t.answer is not None]
-            record_error(conv, exc, "generation")
-            self._note_fatal(exc)
+            if not self._not_run(conv, exc):
+                record_error(conv, exc, "generation")
+                self._note_fatal(exc)
             return conv
+
+    def _not_run(self, conv: Conversation, exc: BaseException) -> bool:
+        """Record mode none without a key: a simulated user whose call is not cached cannot
+        go on, so the conversation is not run (its item is skipped), not failed."""
+        from ..core.errors import CacheMissError
+
+        if not (isinstance(exc, CacheMissError) and self.cfg.judge_fallback()):
+            return False
+        conv.turns = []
+        conv.not_run = (
+            f"not run (no key): the simulated user's {exc.role} call is not cached "
+            f"(record mode none, prompt {exc.prompt_id or '(none)'}): a generated conversation replays only "
+            "while the bot answers as it did when the cache was recorded"
+        )
+        return True
 
     async def _judge(self, conv: Conversation, judging: JudgeAsItRuns) -> None:
         try:
