@@ -129,7 +129,7 @@ class _Concluding:
             if not completed:
                 self.sess.close()  # stop what is still in flight before deciding
             try:
-                if not session.config.option.collectonly:
+                if not session.config.option.collectonly and not self.sess.setup_error:
                     # a completed run keeps the pipeline open: an inconclusive gate may rerun suites on it
                     outcome = self.sess.conclude(completed)
                     if outcome.failed:

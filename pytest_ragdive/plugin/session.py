@@ -70,6 +70,7 @@ class RagdiveSession:
         # --ragdive-deadline: measured from the start of the session
         self.deadline_at = time.monotonic() + cfg.deadline_s if cfg.deadline_s is not None else None
         self.deadline_hit = False
+        self.setup_error: str | None = None  # a set-up mistake found once the run started (the session stops)
 
     # -- configuration ------------------------------------------------------
     @classmethod
@@ -196,11 +197,16 @@ class RagdiveSession:
             self.scheduler.schedule(self, item, atarget)
         fut = self.pipeline.submit(plan, atarget)
         if self.deadline_at is None:
-            return self.progress.wait(fut) if self.progress is not None else fut.result()
+            conv = self.progress.wait(fut) if self.progress is not None else fut.result()
+            self._check_first_reply(target)
+            return conv
         try:
             if self.progress is not None:
-                return self.progress.wait(fut, deadline=self.deadline_at)
-            return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
+                conv = self.progress.wait(fut, deadline=self.deadline_at)
+            else:
+                conv = fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
+            self._check_first_reply(target)
+            return conv
         except concurrent.futures.TimeoutError:
             fut.cancel()
             self._deadline_reached(item)
@@ -209,6 +215,15 @@ class RagdiveSession:
                 "(--ragdive-deadline / deadline_s)",
                 pytrace=False,
             )
+
+    def _check_first_reply(self, target: Any) -> None:
+        """An HTTP target whose first reply does not fit the configured paths: a set-up
+        mistake; stop the session with that one line (exit 4) rather than fail every item."""
+        err = getattr(target, "first_reply_error", None)
+        if isinstance(err, str) and err:
+            self.setup_error = f"ragdive setup error: {err}"
+            self.close()
+            pytest.exit(self.setup_error, returncode=pytest.ExitCode.USAGE_ERROR)
 
     def _deadline_reached(self, item: pytest.Item | None) -> None:
         """Stop the session after this item; the run ends as an interrupted one."""
