@@ -10,12 +10,15 @@ from typing import Any
 
 import pytest
 from conftest import CONVS, PYPROJECT, SINGLE
-from test_http_target import HISTORY, ok, service  # noqa: F401 (the fixture)
+import test_http_target
+from test_http_target import HISTORY, ok
 
 from pytest_ragdive import http_target as http
 from pytest_ragdive.core.errors import TargetError
 
 pytestmark = pytest.mark.slow  # serves HTTP from threads of its own
+
+service = test_http_target.service  # the fixture: a chat service on 127.0.0.1
 
 DOCS = {"sky": "The sky is blue on a clear day.", "grass": "Grass is green in spring.", "snow": "Snow is white and cold."}
 
