@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import CONVS, PYPROJECT, SINGLE
 import test_http_target
+from conftest import CONVS, PYPROJECT, SINGLE
 from test_http_target import HISTORY, ok
 
 from pytest_ragdive import http_target as http
