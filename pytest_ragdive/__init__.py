@@ -44,7 +44,7 @@ _EXPORTS = {
     # running outside pytest
     "run_suite": "run.api",
     # the gate
-    "GateRow": "gate.bands",
+    "GateRow": "gate.rows",
     "load_baseline": "gate.baseline",
     "assert_in_band": "gate.assertions",
     "assert_no_regression": "gate.assertions",
