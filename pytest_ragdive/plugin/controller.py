@@ -72,6 +72,12 @@ class _Collecting:
         try:
             check_items(self.sess, session.items)
         except UsageError as e:
+            if hasattr(session.config, "workerinput"):
+                # an xdist worker: an error here (or pytest.exit later) would crash it; it runs
+                # nothing (DistWorker.pytest_runtest_setup) and tells the controller, which ends
+                # the session with the one line and exit 4
+                self.sess.setup_error = str(e)
+                return
             raise pytest.UsageError(str(e)) from None
 
 
@@ -213,6 +219,11 @@ class DistWorker(_Collecting):
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         self.next_item = nextitem
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.sess.setup_error:  # a set-up mistake found at collection: run nothing
+            pytest.skip("not run: a set-up mistake (the controller names it)")
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """The scored conversation travels to the controller as JSON on the call report."""
@@ -235,7 +246,8 @@ class DistWorker(_Collecting):
         self.sess.close()
         out = session.config.workeroutput  # type: ignore[attr-defined]
         out[WORKER_KEY] = json.dumps(
-            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal)}
+            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal),
+             "setup_error": self.sess.setup_error}
         )
 
 
@@ -244,6 +256,19 @@ class DistController(_Concluding):
 
     def __init__(self, sess: RagdiveSession) -> None:
         self.sess = sess
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """A worker found a set-up mistake: the session ends as a plain run's would, one line and exit 4."""
+        self.sess.close()
+        if self.sess.setup_error:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.sess.setup_error:
+            terminalreporter.write_line(f"ERROR: {self.sess.setup_error}", red=True, bold=True)
+            return
+        super().pytest_terminal_summary(terminalreporter)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         out = getattr(node, "workeroutput", None) or {}
@@ -257,6 +282,8 @@ class DistController(_Concluding):
             )
             return
         got = json.loads(data)
+        if got.get("setup_error") and not self.sess.setup_error:
+            self.sess.setup_error = str(got["setup_error"])
         if got.get("llm"):
             self.sess.worker_llm_stats.append(got["llm"])
         for msg in got.get("fatal") or []:

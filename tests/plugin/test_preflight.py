@@ -33,6 +33,16 @@ def test_no_target_fixture_is_one_line_before_any_item(toy: pytest.Pytester) -> 
     assert "no target" in line and "ragdive_target" in line and "pyproject.toml" in line
 
 
+def test_no_target_fixture_under_xdist(toy: pytest.Pytester) -> None:
+    """The workers run nothing; the controller ends the session with the one line, exit 4."""
+    _without_fixture(toy)
+    res = toy.runpytest_subprocess("--ragdive-suite=core", "-p", "no:cacheprovider", "-n", "2")
+    out = res.stdout.str() + res.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    assert out.count("ERROR: ragdive setup error: no target") == 1, out
+
+
 def test_collect_only_needs_no_target(toy: pytest.Pytester) -> None:
     _without_fixture(toy)
     assert toy.runpytest("--ragdive-suite=core", "--collect-only", "-q").ret == 0
