@@ -1,13 +1,15 @@
 """The example chatbot in production: a Starlette app serving the monitored bot.
 
-    pip install 'pytest-ragdive[online]' starlette uvicorn
+    pip install 'pytest-ragdive[serve]'                     # starlette, uvicorn, prometheus_client
     uvicorn serve:create_app --factory --port 8000          # from example_project/
 
 Routes:
 
 - ``POST /chat`` ``{"messages": [{"role": "user", "content": "..."}], "conversation_id": "..."}``
-  -> ``{"request_id", "answer", "citations"}``: the same bot the tests gate
-  (``example_rag.make_bot``), wrapped with ``pytest_ragdive.online.monitored``.
+  -> ``{"request_id", "answer", "contexts", "citations"}``: the same bot the tests gate
+  (``example_rag.make_bot``), wrapped with ``pytest_ragdive.online.monitored``;
+  ``contexts`` are the chunks it used (``id``, ``doc_id``, ``text``, ``score``), the
+  shape ``target = { url = "http://localhost:8000/chat" }`` reads by default.
 - ``POST /feedback`` ``{"request_id": "...", "category": "wrong_answer"}``: a thumbs-down.
 - ``GET /metrics``: the Prometheus metrics (scrape it; alerts from
   ``python -m pytest_ragdive alert-rules``).
@@ -48,7 +50,12 @@ def create_app(bot: Any = None, *, log: str | None = None, metrics: RagMetrics |
         response = await run_in_threadpool(
             chat_bot, messages, request_id=request_id, conversation_id=body.get("conversation_id")
         )
-        return JSONResponse({"request_id": request_id, "answer": response.answer, "citations": response.citations})
+        return JSONResponse({
+            "request_id": request_id,
+            "answer": response.answer,
+            "contexts": [c.model_dump(mode="json") for c in response.contexts],  # what the answer was built from
+            "citations": response.citations,
+        })
 
     async def feedback(request: Request) -> Response:
         body = await request.json()

@@ -5,9 +5,13 @@ It evaluates the expressions the workflow uses (contexts, ``==``/``!=``,
 bash the way a runner does (``bash --noprofile --norc -eo pipefail``, the
 job's working directory, ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY``),
 and plays the few actions the workflow uses with local equivalents: the
-artifact store is a directory, the junit publisher parses the files it is
-pointed at, and steps that only prepare a real runner (checkout, Python
-setup, installing) are skipped with the reason recorded.
+artifact store is a directory (paths kept relative to their common parent, hidden
+files left out unless ``include-hidden-files``), the junit publisher parses the
+files it is pointed at, the sticky PR comment is one comment per header, updated in
+place, and steps that only prepare a real runner (checkout, Python setup,
+installing) are skipped with the reason recorded. A pull request comes from a fork
+(another repository, a read-only token) unless ``fork=False``; by default it is a
+fork exactly when no secret is given.
 """
 
 from __future__ import annotations
@@ -62,11 +66,14 @@ class JobResult:
 
 class Emulator:
     def __init__(self, workflow: dict[str, Any], workspace: Path, event: str, secrets: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, fork: bool | None = None) -> None:
         self.wf = workflow
         self.workspace = workspace
         self.event = event
         self.secrets = secrets or {}
+        self.fork = (not self.secrets) if fork is None else fork
+        self.comments: dict[str, str] = {}  # the sticky PR comments: header -> body
+        self.comment_posts = 0
         self.env_override = env or {}
         self.artifacts = workspace.parent / "artifacts"
         self.artifacts.mkdir(exist_ok=True)
@@ -77,9 +84,15 @@ class Emulator:
 
     # -- expressions ----------------------------------------------------------
     def context(self, job: str, matrix: dict[str, Any], steps: dict[str, dict[str, str]], env: dict[str, str]) -> dict[str, Any]:
+        repo = "lumio/helpcentre"
+        event: dict[str, Any] = {}
+        if self.event == "pull_request":
+            head = "contributor/helpcentre" if self.fork else repo
+            event = {"pull_request": {"number": 1, "head": {"repo": {"full_name": head}}}}
         return {
             "github": {"event_name": self.event, "ref": "refs/heads/main" if self.event == "push" else "refs/pull/1/merge",
-                       "sha": "0" * 40, "run_id": "4242", "run_attempt": "1", "workspace": str(self.workspace)},
+                       "sha": "0" * 40, "run_id": "4242", "run_attempt": "1", "workspace": str(self.workspace),
+                       "repository": repo, "server_url": "https://github.com", "event": event},
             "runner": {"os": "Linux"},
             "matrix": {k: str(v) for k, v in matrix.items()},
             "secrets": dict(self.secrets),
@@ -209,6 +222,31 @@ class Emulator:
         status = "ran" if proc.returncode == 0 else "failed"
         return StepResult(name, status, rc=proc.returncode, output=proc.stdout + proc.stderr)
 
+    def _upload(self, name: str, inputs: dict[str, str]) -> StepResult:
+        """As upload-artifact v4 stores them: every file under the paths, relative to the
+        paths' common parent (one directory: its contents); hidden files and directories
+        (a name starting with a dot, below that parent) only with ``include-hidden-files``."""
+        roots = self._paths(inputs["path"])
+        hidden_ok = inputs.get("include-hidden-files", "false").lower() == "true"  # YAML true reads "True"
+        base = roots[0] if len(roots) == 1 and roots[0].is_dir() else Path(os.path.commonpath([r.parent for r in roots])) if roots else None
+        files: list[Path] = []
+        for r in roots:
+            files += [p for p in (r.rglob("*") if r.is_dir() else [r]) if p.is_file()]
+        if base is not None and not hidden_ok:
+            files = [f for f in files if not any(part.startswith(".") for part in f.relative_to(base).parts)]
+        if not files or base is None:
+            if inputs.get("if-no-files-found", "warn") == "error":
+                return StepResult(name, "failed", f"no files at {inputs['path']}", rc=1)
+            return StepResult(name, "ran", f"warning: no files at {inputs['path']}")
+        dest = self.artifacts / inputs["name"]
+        if dest.exists():
+            return StepResult(name, "failed", f"artifact {inputs['name']} uploaded twice", rc=1)
+        for f in files:
+            out = dest / f.relative_to(base)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, out)
+        return StepResult(name, "ran")
+
     def _paths(self, spec: str) -> list[Path]:
         out: list[Path] = []
         for line in str(spec).splitlines():
@@ -229,21 +267,7 @@ class Emulator:
             self.cache_paths.append((action, self.workspace / inputs["path"], key))
             return StepResult(name, "skipped", "the cache service is GitHub's; path and keys checked")
         if action == "actions/upload-artifact":
-            files = self._paths(inputs["path"])
-            if not files:
-                if inputs.get("if-no-files-found", "warn") == "error":
-                    return StepResult(name, "failed", f"no files at {inputs['path']}", rc=1)
-                return StepResult(name, "ran", f"warning: no files at {inputs['path']}")
-            dest = self.artifacts / inputs["name"]
-            if dest.exists():
-                return StepResult(name, "failed", f"artifact {inputs['name']} uploaded twice", rc=1)
-            dest.mkdir(parents=True)
-            for f in files:
-                if f.is_dir():
-                    shutil.copytree(f, dest / (f.name if len(files) > 1 else ""), dirs_exist_ok=True)
-                else:
-                    shutil.copy2(f, dest / f.name)
-            return StepResult(name, "ran")
+            return self._upload(name, inputs)
         if action == "actions/download-artifact":
             target = self.workspace / inputs.get("path", ".")
             found = [d for d in sorted(self.artifacts.iterdir()) if fnmatch.fnmatch(d.name, inputs.get("pattern", "*"))]
@@ -251,6 +275,16 @@ class Emulator:
                 return StepResult(name, "failed", f"no artifact matches {inputs.get('pattern')}", rc=1)
             for d in found:
                 shutil.copytree(d, target / d.name, dirs_exist_ok=True)
+            return StepResult(name, "ran")
+        if action == "marocchino/sticky-pull-request-comment":
+            assert self.event == "pull_request" and not self.fork, f"{name}: a comment needs a pull request's writable token"
+            path = self.workspace / inputs["path"]
+            if not path.is_file():
+                return StepResult(name, "failed", f"no comment file at {inputs['path']}", rc=1)
+            body = path.read_text()
+            assert len(body) <= 65_536, f"{name}: {len(body)} characters, over GitHub's comment limit"
+            self.comments[inputs.get("header", "")] = body  # one comment per header, updated in place
+            self.comment_posts += 1
             return StepResult(name, "ran")
         if action == "mikepenz/action-junit-report":
             files = [p for p in self._paths(inputs["report_paths"].replace(",", "\n")) if p.is_file()]

@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-review": (".review_export", "write a sample of generated turns to a CSV for people to rate (RAG-DIVE criteria)"),
     "import-review": (".review_import", "read rated review CSVs back: share of yes per criterion and rater, agreement"),
     "gate": (".gate", "merge result files (the shards of a split run) and gate once, as the pytest session does"),
-    "report": (".report", "render the reports (summary.md, report.html, JUnit) from result files"),
+    "report": (".report", "render results.json, summary.md and report.html from result files (ragdive-junit.xml with --baseline)"),
     "cache": (".cache", "the LLM cache: prune deletes the entries older than cache_ttl_days"),
 }
 

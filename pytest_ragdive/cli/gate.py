@@ -5,7 +5,7 @@ on N machines), then ends the run exactly as the pytest session does: the
 same :func:`~pytest_ragdive.conclude.conclude`, the same baseline checks, the
 same reports (:func:`~pytest_ragdive.conclude.publish`) and the same exit
 codes (0 passed, 1 a regression or a failed conversation, 2 an interrupted
-part, 4 bad input, 5 nothing ran). Imports no pytest.
+part, 4 bad input or no baseline to gate against, 5 nothing ran). Imports no pytest.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from ..core.config import RagdiveConfig, find_config_file, load_config
-from ..core.errors import ResultsError
+from ..core.errors import ResultsError, UsageError
 from ..core.records import Conversation, Document
 from ..core.results import Baseline, CustomMetric
 from ..gate.conclude import RunFacts, conclude, publish
@@ -63,15 +63,25 @@ def exit_code(outcome: RunOutcome) -> int:
 
 
 def conclude_results(
-    paths: list[Path], baseline_path: Path | None, config: Path | None, report_dir: Path | None
+    paths: list[Path], baseline_path: Path | None, config: Path | None, report_dir: Path | None,
+    *, gating: bool = False,
 ) -> tuple[RunOutcome, list[Path]]:
-    """Merge, decide and publish: what the end of a pytest session does, on result files."""
+    """Merge, decide and publish: what the end of a pytest session does, on result files.
+    ``gating`` (the gate command): the baseline is ``baseline_path``, else the config's
+    ``baseline``; with neither, a usage error (a gate that gates nothing must not exit 0)."""
     merged = merge_results(paths)
     cfg = load_run_config(
         config, merged,
         baseline=str(baseline_path.resolve()) if baseline_path is not None else None,
         report_dir=str(report_dir.resolve()) if report_dir is not None else None,
     )
+    if gating and baseline_path is None:
+        if not cfg.baseline:
+            raise UsageError(
+                "no baseline: nothing to gate; pass --baseline PATH (or set baseline = ... in the config); "
+                "`python -m pytest_ragdive report RESULTS -o DIR` writes reports without a verdict"
+            )
+        baseline_path = cfg.path(cfg.baseline)
     with cfg.metrics.active():
         return _conclude(merged, cfg, baseline_path)
 
@@ -115,7 +125,8 @@ def _conclude(merged: MergedResults, cfg: RagdiveConfig, baseline_path: Path | N
 
 def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:
     parser.add_argument("results", nargs="+", type=Path, help="results.json files (e.g. every shard's)")
-    parser.add_argument("--baseline", type=Path, help="the baseline to gate against (without it: metrics, no verdict)")
+    parser.add_argument("--baseline", type=Path, help="the baseline to gate against (default: the config's baseline; "
+                        "without one the command refuses: `report` renders result files without a verdict)")
     parser.add_argument("--report-dir", type=Path, help="write the reports here (default: the config's report_dir)")
     parser.add_argument("--config", type=Path, help="the ragdive config (default: found in the current directory)")
 
@@ -123,7 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:
 def run(args: argparse.Namespace) -> int:
     from ..reports.terminal import terminal_lines
 
-    outcome, written = conclude_results(args.results, args.baseline, args.config, args.report_dir)
+    outcome, written = conclude_results(args.results, args.baseline, args.config, args.report_dir, gating=True)
     with recorded_metrics(BUILTINS, outcome.custom_metrics).active():
         for line in terminal_lines(outcome, written):
             print(line.text)

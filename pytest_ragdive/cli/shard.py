@@ -1,5 +1,10 @@
-"""``python -m pytest_ragdive shard QUESTIONS.jsonl -o SHARDED.jsonl --model ...``: propose shards
-(:mod:`pytest_ragdive.sharded.helper`), each written with ``reviewed: false``."""
+"""``python -m pytest_ragdive shard QUESTIONS.jsonl -o SHARDED.jsonl``: propose shards
+(:mod:`pytest_ragdive.sharded.helper`), each written with ``reviewed: false``.
+
+The model, ``[tool.ragdive.llm]`` (api_base, api_key_env, transport, ...) and the
+cache come from the project's ragdive config, found as the plugin finds it (or
+``--config``); the flags override them. A key variable that is not set is one line
+(exit 4) before any call."""
 
 from __future__ import annotations
 
@@ -9,6 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.config import RagdiveConfig, find_config_file, load_config, read_config_file
+from ..core.errors import ConfigError
+from ..llm.redact import missing_key
 from ..sharded.helper import propose, read_inputs
 from ..sharded.questions import ShardedQuestion, read_sharded
 
@@ -16,31 +24,51 @@ from ..sharded.questions import ShardedQuestion, read_sharded
 def add_arguments(p: argparse.ArgumentParser, command: str = "shard") -> None:
     p.add_argument("questions", type=Path, help="JSONL/YAML of fully specified questions with answers")
     p.add_argument("-o", "--output", type=Path, required=True, help="the sharded-question file to write (JSONL)")
-    p.add_argument("--model", required=True, help="litellm model string (e.g. openai/gpt-4o-mini)")
-    p.add_argument("--api-base", default=None, help="an OpenAI-compatible endpoint")
-    p.add_argument("--api-key-env", default=None, help="the environment variable holding the API key")
-    p.add_argument("--cache-dir", default=".ragdive/cache", help="the LLM cache (a rerun makes no call)")
-    p.add_argument("--transport", default="litellm", choices=["litellm", "openai_http"],
-                   help="openai_http: the lean client for OpenAI-compatible endpoints")
-    p.add_argument("--record-mode", default="new_episodes", choices=["new_episodes", "none", "all", "off"])
+    p.add_argument("--config", type=Path, default=None,
+                   help="the ragdive config (default: ragdive.yaml or [tool.ragdive] found here, as pytest finds it): "
+                   "its model, [tool.ragdive.llm] and cache settings are used; the flags below override them")
+    p.add_argument("--model", default=None, help="litellm model string (e.g. openai/gpt-4o-mini; default: the config's model)")
+    p.add_argument("--api-base", default=None, help="an OpenAI-compatible endpoint (default: llm.api_base)")
+    p.add_argument("--api-key-env", default=None, help="the environment variable holding the API key (default: llm.api_key_env)")
+    p.add_argument("--cache-dir", default=None, help="the LLM cache, a rerun makes no call (default: the config's cache_dir)")
+    p.add_argument("--transport", default=None, choices=["auto", "litellm", "openai_http"],
+                   help="openai_http: the lean client for OpenAI-compatible endpoints (default: llm.transport)")
+    p.add_argument("--record-mode", default=None, choices=["new_episodes", "none", "all", "off"])
+
+
+def shard_config(args: argparse.Namespace) -> RagdiveConfig:
+    """The project's ragdive config, as the plugin reads it (model, ``[tool.ragdive.llm]``,
+    cache), with the command's flags on top; the simulator at temperature 0."""
+    cwd = Path.cwd()
+    file = find_config_file([cwd], str(args.config) if args.config is not None else None)
+    data = read_config_file(file) if file is not None else {}
+    llm: dict[str, Any] = dict(data.get("llm") or {})
+    llm["simulator"] = {**dict(llm.get("simulator") or {}), "temperature": 0.0}
+    for key, value in (("api_base", args.api_base), ("api_key_env", args.api_key_env), ("transport", args.transport)):
+        if value is not None:
+            llm[key] = value
+    overrides: dict[str, Any] = {"llm": llm, "model": args.model, "record_mode": args.record_mode}
+    if args.cache_dir is not None:
+        overrides["cache_dir"] = str((cwd / args.cache_dir).resolve())
+    cfg = load_config(file, overrides, default_dir=cwd)
+    if not cfg.role_model("simulator"):
+        raise ConfigError(
+            "ragdive shard needs a model: --model MODEL, or model = ... in "
+            + (str(file) if file is not None else "[tool.ragdive] (no ragdive config found here)")
+        )
+    if not cfg.record_mode.replay_only and (problem := missing_key(cfg)):
+        raise ConfigError(f"ragdive shard: {problem}")
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.config import RagdiveConfig
     from ..llm import LLMClient
 
     items = read_inputs(args.questions)
     kept: dict[str, ShardedQuestion] = {}
     if args.output.exists():
         kept = {q.id: q for q in read_sharded(args.output) if q.reviewed}
-    llm: dict[str, Any] = {"simulator": {"temperature": 0.0}, "transport": args.transport}
-    if args.api_base:
-        llm["api_base"] = args.api_base
-    if args.api_key_env:
-        llm["api_key_env"] = args.api_key_env
-    cfg = RagdiveConfig.model_validate(
-        {"model": args.model, "cache_dir": args.cache_dir, "record_mode": args.record_mode, "llm": llm}
-    )
+    cfg = shard_config(args)
     todo = [item for _, item in items if (item.id or item.question_id) not in kept]
 
     async def go() -> list[ShardedQuestion]:

@@ -65,6 +65,9 @@ class RagdiveConfig(Strict):
     estimate: bool = False  # --ragdive-estimate: print what the LLM calls would cost, run nothing
     shard: str | None = None  # "I/N": this process runs shard I of N (see planning.shard_plans)
     force: bool = False  # an update may overwrite a baseline of other models, backend or golden data
+    # record mode none: a judge call not cached fails the run (strict replay) instead of falling back
+    # to the offline twins of the judged metrics ("not judged (no key)")
+    require_judge: bool = False
     # file-only settings
     autorun: bool = False  # run the ragdive items in every pytest session, without a --ragdive-* option
     target: str | HttpTargetConfig | None = None  # "package.module:attribute" of the chatbot, or a table with an HTTP url (instead of the ragdive_target fixture)
@@ -283,6 +286,12 @@ class RagdiveConfig(Strict):
         if self.backend == "llm":
             return True
         return any(self.role_model(r) for r in ("simulator", "validator", "judge", "classifier"))
+
+    def judge_fallback(self) -> bool:
+        """Record mode none (no key needed) without ``require_judge``: a judge call the cache
+        cannot answer leaves its metric "not judged (no key)", and the gate of that suite
+        decides on the judged metrics' offline twins (:data:`~pytest_ragdive.metrics.registry.OFFLINE_TWINS`)."""
+        return self.record_mode.replay_only and not self.require_judge
 
     def content_digests(self) -> dict[str, str]:
         """Content hashes of every configured golden file and of the plugin's prompt

@@ -241,6 +241,7 @@ class JudgeCalls(Record):
     by_model: dict[str, int] = Field(default_factory=dict)
     rejudged: int = 0
     cached: int = 0
+    not_judged: int = 0  # items left unjudged: record mode none and the call not cached ("not judged (no key)")
 
     def add(self, level: str, model: str | None, cached: bool = False) -> None:
         if level == "turn":
@@ -262,6 +263,7 @@ class JudgeCalls(Record):
             by_model=dict(sorted(by_model.items())),
             rejudged=self.rejudged + other.rejudged,
             cached=self.cached + other.cached,
+            not_judged=self.not_judged + other.not_judged,
         )
 
     @classmethod
@@ -341,6 +343,9 @@ class Conversation(Record):
     error: str | None = None
     traceback: str | None = None  # of the error, for results.json and -v
     failures: list[str] = Field(default_factory=list)
+    # record mode none: why the conversation could not be run (its simulated user's call is not
+    # cached); its item is skipped and the suite is gated on the conversations that ran
+    not_run: str | None = None
     # typed run metadata (None where it does not apply)
     seed: int | None = None  # generated: the seed of every LLM call of this conversation in this run
     planned_turns: int | None = None  # generated: the turn budget

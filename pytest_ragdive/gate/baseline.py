@@ -18,7 +18,7 @@ from ..core.config import SUITE_NAME_RE
 from ..core.errors import BaselineError, one_line
 from ..core.records import Conversation
 from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, CustomMetric, SuiteResult
-from ..metrics.registry import BUILTINS, METRICS
+from ..metrics.registry import BUILTINS, METRICS, TWIN_OF
 from .paired import conversation_value
 from .rows import Method, pairable
 
@@ -89,7 +89,9 @@ def build_baseline(
 ) -> Baseline:
     """A baseline from this session's suites; suites not run keep their stored
     values. With the scored conversations ``convs``, every gated metric but
-    safety also stores each conversation's value in each run (format 2)."""
+    safety also stores each conversation's value in each run (format 2); so does
+    the offline twin of a gated judged metric (an LLM run stores both values: a
+    keyless run is gated on the twins, :mod:`.fallback`)."""
     import numpy as np
 
     all_convs = list(convs or [])
@@ -103,7 +105,9 @@ def build_baseline(
             if not vals:
                 continue
             arr = np.asarray(vals, dtype=float)
-            paired = bool(mine) and name in gate and pairable(name)
+            # an offline twin stands in for its judged metric in a keyless run: stored the same way
+            gated = name if name in gate else TWIN_OF.get(name)
+            paired = bool(mine) and gated in gate and pairable(name)
             # full precision: a rounded min/max would put an unchanged rerun
             # outside a zero-tolerance band
             metrics[name] = BaselineMetric(
@@ -113,7 +117,7 @@ def build_baseline(
                 max=float(arr.max()),
                 runs=len(vals),
                 direction=METRICS[name].direction,
-                tolerance=gate.get(name, 0.0),
+                tolerance=gate.get(gated, 0.0) if gated else 0.0,
                 conversations=_per_conversation(mine, name, runs) if paired and len(runs) == len(vals) else None,
             )
         suites[suite] = metrics

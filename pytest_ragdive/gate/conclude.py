@@ -105,10 +105,14 @@ def conclude(
     elif cfg.update_baseline:
         errored = sum(1 for c in convs if c.error)
         unsafe = sum(1 for c in convs if c.failures)
+        unjudged = sum(c.judge_calls.not_judged for c in convs if c.judge_calls is not None)
+        skipped = sum(1 for c in convs if c.not_run)
         why = (
             "the run was interrupted" if not facts.completed
             else "the run hit a fatal LLM error" if facts.fatal
             else "no conversation ran" if not convs
+            else f"{unjudged} judge call(s) not judged and {skipped} conversation(s) not run (record mode none: no key)"
+            if unjudged or skipped
             else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
             else f"{errored} conversation(s) errored" if errored
             else f"{unsafe} conversation(s) with a safety violation or a failed check (a baseline never records one)" if unsafe
@@ -141,10 +145,15 @@ def conclude(
     elif subset_gate:
         out.status = GateStatus.SUBSET
     elif baseline is not None:
+        from .fallback import keyless_gate
+
         policy = cfg.gate_policy
-        per_suite = {s: where_recorded(cfg.gated_metrics(s), baseline.suites.get(s, {}), policy.where_data) for s in suites}
+        # a keyless run that could not judge (or run) everything: the offline twins, the conversations that ran
+        keyless = keyless_gate(convs, {s: cfg.gated_metrics(s) for s in suites})
+        notes += keyless.notes
+        per_suite = {s: where_recorded(keyless.gates[s], baseline.suites.get(s, {}), policy.where_data) for s in suites}
         for s, res in suites.items():
-            unrecorded = [m for m in cfg.gated_metrics(s) if m not in per_suite[s] and res.value(m) is not None]
+            unrecorded = [m for m in keyless.gates[s] if m not in per_suite[s] and res.value(m) is not None]
             if unrecorded:
                 notes.append(f"suite {s}: {', '.join(unrecorded)} not in the baseline: not gated (re-record the baseline "
                              "with --ragdive-update-baseline to gate it)")
@@ -152,8 +161,15 @@ def conclude(
             suites, baseline, cfg.gate, per_suite, convs=convs, method=policy.method,
             on_inconclusive=policy.inconclusive, max_reruns=cfg.max_reruns, look=facts.reruns,
             unstable_spread=policy.unstable_spread, where_data=policy.where_data, improvement=policy.improvement,
-            improvement_delta=policy.improvement_delta,
+            improvement_delta=policy.improvement_delta, ran=keyless.ran,
         )
+        for row in rows:
+            if row.verdict == "not in baseline" and row.metric in keyless.twins.get(row.suite, {}):
+                notes.append(
+                    f"suite {row.suite}: the baseline has no offline value of {keyless.twins[row.suite][row.metric]} "
+                    f"({row.metric}): re-record it with this plugin version (it stores the offline twins of "
+                    "the judged metrics) to gate a keyless run"
+                )
         note = baseline_note(baseline, cfg.baseline or "", policy.method)
         if note and rows:
             notes.append(note)

@@ -16,7 +16,7 @@ for it; any other gated metric without a value fails ("no data", "not in baselin
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -227,6 +227,7 @@ def check(
     where_data: Iterable[str] = (),
     improvement: Improvement = "band",
     improvement_delta: float = 0.01,
+    ran: Mapping[str, Iterable[str]] | None = None,
 ) -> list[GateRow]:
     """One row per gated metric per suite that ran; ``per_suite`` narrows the gate to the
     entries that apply to each suite (``RagdiveConfig.gated_metrics``), ``where_data`` to
@@ -238,13 +239,20 @@ def check(
     per-conversation values, each metric but safety also gets the paired test
     and the verdict of :func:`pytest_ragdive.paired.decide`; ``look`` is the
     number of reruns so far, and the alpha of each look is split over the
-    looks ``on_inconclusive`` allows."""
+    looks ``on_inconclusive`` allows. ``ran``: per suite where some conversations did not run
+    (a keyless run, :mod:`.fallback`), the ones that did: the baseline of that suite is
+    taken over those conversations only (:func:`~pytest_ragdive.gate.fallback.restrict`)."""
+    from .fallback import restrict
+
     looks = 1 + (max_reruns if on_inconclusive == "rerun" else 0)
     all_convs = list(convs or [])
     rows = []
     for suite, res in results.items():
         stored = baseline.suites.get(suite, {})
         suite_gate = where_recorded(gate if per_suite is None else per_suite.get(suite, gate), stored, where_data)
+        if ran is not None and suite in ran:
+            ids = list(ran[suite])
+            stored = {m: bm for m in stored if (bm := restrict(stored[m], ids)) is not None}
         mine = []
         for metric, tol in suite_gate.items():
             row = gate_row(suite, metric, res.value(metric), stored.get(metric), tol, improvement, improvement_delta)
@@ -252,7 +260,7 @@ def check(
             mine.append(row)
         if method == "band+paired" and all_convs:
             ours = [c for c in all_convs if c.suite == suite]
-            paired_rows(mine, stored, {m: table(ours, m) for m in gate}, alpha_for_look(looks - 1), unstable_spread)
+            paired_rows(mine, stored, {m: table(ours, m) for m in suite_gate}, alpha_for_look(looks - 1), unstable_spread)
         rows += mine
     return rows
 

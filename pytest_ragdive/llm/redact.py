@@ -17,11 +17,15 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
+from typing import TYPE_CHECKING
 
 from ..core.config_models import LLMConfig
 from ..core.errors import LLMConfigError
 
-__all__ = ["MASK", "Secrets", "redact_url"]
+if TYPE_CHECKING:
+    from ..core.config import RagdiveConfig
+
+__all__ = ["MASK", "Secrets", "missing_key", "redact_url"]
 
 MASK = "***"
 _MIN_SECRET = 4
@@ -68,6 +72,39 @@ def redact_url(url: str) -> str:
         f"{k}={MASK}" for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     )
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+# the key variable litellm reads for a provider prefix, where no api_base is given
+# (litellm's documented names); other providers are not checked up front
+PROVIDER_KEY_VARS = {
+    "openai/": "OPENAI_API_KEY",
+    "gpt-": "OPENAI_API_KEY",
+    "anthropic/": "ANTHROPIC_API_KEY",
+    "claude-": "ANTHROPIC_API_KEY",
+    "gemini/": "GEMINI_API_KEY",
+    "mistral/": "MISTRAL_API_KEY",
+    "groq/": "GROQ_API_KEY",
+}
+
+
+def missing_key(cfg: RagdiveConfig) -> str | None:
+    """What is missing for the configured models to be called, in words (None: nothing):
+    ``llm.api_key_env``'s variable when it is set, else (no ``api_base``: a hosted
+    provider) the provider's usual variable for the models of the roles. Only the
+    variable's name is ever said, never a value."""
+    llm = cfg.llm
+    if llm.api_key_env:
+        if not os.environ.get(llm.api_key_env):
+            return f"the environment variable {llm.api_key_env} (llm.api_key_env) is not set or empty"
+        return None
+    if llm.api_base:
+        return None  # a server of your own: it may need no key
+    for role in ("simulator", "validator", "judge", "classifier"):
+        model = cfg.role_model(role)
+        var = next((v for prefix, v in PROVIDER_KEY_VARS.items() if model and model.startswith(prefix)), None)
+        if var and not os.environ.get(var):
+            return f"the {role} model {model!r} needs the environment variable {var}, which is not set (or set llm.api_key_env)"
+    return None
 
 
 class Secrets:

@@ -65,13 +65,13 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
     convs = sorted(convs, key=lambda c: (c.run, c.id))
     sharded = [c for c in convs if c.sharded is not None]
     convs = [c for c in convs if c.sharded is None]
-    ok = [c for c in convs if c.error is None]
+    ok = [c for c in convs if c.error is None and c.not_run is None]  # not run (no key): left out too
     runs = sorted({c.run for c in convs})
     result = SuiteResult(
         suite=suite,
         runs=len(runs) or 1,
         conversations=len(convs),
-        errors=len(convs) - len(ok),
+        errors=sum(1 for c in convs if c.error is not None),
     )
     names = _metric_names(ok)
     keys = sorted({c.id for c in ok})

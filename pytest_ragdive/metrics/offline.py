@@ -46,6 +46,7 @@ from .grounding import (
 from .lexical import answer_f1, context_recall, exact_match, is_abstention, is_no_answer, split_sentences, tokens
 from .multiturn import apply_forgetfulness_probe
 from .pii import PiiCheck
+from .registry import METRICS, OFFLINE_TWINS
 from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
 from .safety import DEFAULT_PII, citation_ok, pii_hits, safety_pass, violations
 
@@ -61,6 +62,7 @@ __all__ = [
     "conversation_support",
     "conversation_supports",
     "grounded_faithfulness",
+    "keep_offline_twins",
     "safety_failures",
     "score_conversation",
     "score_turn",
@@ -251,3 +253,16 @@ def score_conversation(
     for name in TURN_METRICS:
         conv.scores[name] = mean([t.scores.get(name) for t in conv.turns])
     apply_forgetfulness_probe(conv, grounding.coverage)
+
+
+def keep_offline_twins(conv: Conversation) -> None:
+    """Copy the offline values of the metrics an LLM judge will overwrite to their twins
+    (``faithfulness`` -> ``faithfulness_offline``, :data:`~pytest_ragdive.metrics.registry.OFFLINE_TWINS`):
+    call it after :func:`score_conversation` and before the judge writes. Idempotent."""
+    for metric, twin in OFFLINE_TWINS.items():
+        if METRICS[metric].level == "turn":
+            for turn in conv.turns:
+                if metric in turn.scores:
+                    turn.scores[twin] = turn.scores[metric]
+        if metric in conv.scores:
+            conv.scores[twin] = conv.scores[metric]

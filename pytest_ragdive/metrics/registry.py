@@ -286,7 +286,28 @@ def _clash(old: MetricSpec, new: MetricSpec) -> str:
     return f"metric {new.name!r} is declared twice: by {old.origin} and by {new.origin}"
 
 
-BUILTINS = MetricRegistry(d.spec for d in _BUILTIN)
+# The metrics an LLM judge scores that the offline scorer scores too: on the LLM path the
+# offline value is kept beside the judged one under the twin's name, so that a run whose
+# judge calls cannot be made (record mode none, a call not cached) is still gated, on the
+# twins, against the baseline's offline values.
+OFFLINE_TWINS: dict[str, str] = {
+    m: f"{m}_offline"
+    for m in ("faithfulness", "context_precision", "context_recall", "correctness", "forgetfulness", "context_retention")
+}
+TWIN_OF: dict[str, str] = {twin: m for m, twin in OFFLINE_TWINS.items()}
+
+_BY_NAME = {d.spec.name: d.spec for d in _BUILTIN}
+_TWINS = tuple(
+    metric(
+        twin, level=_BY_NAME[m].level, higher_is_better=_BY_NAME[m].direction == "higher",
+        dimension=_BY_NAME[m].dimension,
+        definition=f"the offline scorer's {m} on an LLM-judged run (kept beside the judged value; the gate falls "
+        "back to it when judge calls cannot be made)",
+    )
+    for m, twin in OFFLINE_TWINS.items()
+)
+
+BUILTINS = MetricRegistry(d.spec for d in (*_BUILTIN, *_TWINS))
 
 # the registry of the running session (None: the built-ins alone); set and reset by the
 # session that owns the registry (the pytest session, run_suite, a command)

@@ -58,10 +58,27 @@ class _Collecting:
         given), add the conversations after the collected tests."""
         from .items import RagdiveItem, build_items
 
-        if any(isinstance(i, RagdiveItem) for i in items):
+        if not any(isinstance(i, RagdiveItem) for i in items):
+            anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
+            items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """No item runs without a target: one line, exit 4 (not one error per item)."""
+        from ..core.errors import UsageError
+        from .preflight import check_items
+
+        if session.config.option.collectonly:
             return
-        anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
-        items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
+        try:
+            check_items(self.sess, session.items)
+        except UsageError as e:
+            if hasattr(session.config, "workerinput"):
+                # an xdist worker: an error here (or pytest.exit later) would crash it; it runs
+                # nothing (DistWorker.pytest_runtest_setup) and tells the controller, which ends
+                # the session with the one line and exit 4
+                self.sess.setup_error = str(e)
+                return
+            raise pytest.UsageError(str(e)) from None
 
 
 
@@ -118,7 +135,7 @@ class _Concluding:
             if not completed:
                 self.sess.close()  # stop what is still in flight before deciding
             try:
-                if not session.config.option.collectonly:
+                if not session.config.option.collectonly and not self.sess.setup_error:
                     # a completed run keeps the pipeline open: an inconclusive gate may rerun suites on it
                     outcome = self.sess.conclude(completed)
                     if outcome.failed:
@@ -202,6 +219,11 @@ class DistWorker(_Collecting):
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         self.next_item = nextitem
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.sess.setup_error:  # a set-up mistake found at collection: run nothing
+            pytest.skip("not run: a set-up mistake (the controller names it)")
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """The scored conversation travels to the controller as JSON on the call report."""
@@ -228,7 +250,8 @@ class DistWorker(_Collecting):
         # the metrics this worker scored with: the controller aggregates with the same ones
         metrics = {n: m.model_dump(mode="json") for n, m in custom_metrics(self.sess.cfg.metrics).items()}
         out[WORKER_KEY] = json.dumps(
-            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal), "metrics": metrics}
+            {"ran": self.ran, "llm": self.sess.local_llm_stats(), "fatal": list(self.sess.fatal), "metrics": metrics,
+             "setup_error": self.sess.setup_error}
         )
 
 
@@ -237,6 +260,19 @@ class DistController(_Concluding):
 
     def __init__(self, sess: RagdiveSession) -> None:
         self.sess = sess
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """A worker found a set-up mistake: the session ends as a plain run's would, one line and exit 4."""
+        self.sess.close()
+        if self.sess.setup_error:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.sess.setup_error:
+            terminalreporter.write_line(f"ERROR: {self.sess.setup_error}", red=True, bold=True)
+            return
+        super().pytest_terminal_summary(terminalreporter)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         out = getattr(node, "workeroutput", None) or {}
@@ -250,6 +286,8 @@ class DistController(_Concluding):
             )
             return
         got = json.loads(data)
+        if got.get("setup_error") and not self.sess.setup_error:
+            self.sess.setup_error = str(got["setup_error"])
         if got.get("llm"):
             self.sess.worker_llm_stats.append(got["llm"])
         for msg in got.get("fatal") or []:

@@ -29,6 +29,8 @@ FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--ragdive-config", "config", "FILE", "read the ragdive config from this file (default: ragdive.yaml or [tool.ragdive])"),
     ("--ragdive-shard", "shard", "I/N", "run shard I of N: a deterministic share of the selected conversations; "
      "`python -m pytest_ragdive gate` merges the shards' results.json and gates once"),
+    ("--ragdive-require-judge", "require_judge", None, "record mode none: a judge call not in the cache fails the "
+     "run, instead of the gate falling back to the judged metrics' offline twins"),
     ("--ragdive-force", "force", None, "let --ragdive-update-baseline overwrite a baseline recorded with other "
      "judge models, another backend or other golden data"),
 ]

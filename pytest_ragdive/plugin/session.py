@@ -60,6 +60,7 @@ class RagdiveSession:
         self._plans: list[Plan] | None = None
         self.pipeline = Pipeline(cfg)
         self._target: AsyncTarget | None = None
+        self._config_target: Any = None  # what `target` in the config names, once built
         self.scheduler: Scheduler | None = None
         self.progress: Progress | None = None  # set by the role when stdout is a terminal
         # the scored conversations, held compactly (contexts stored for the reports only)
@@ -73,6 +74,7 @@ class RagdiveSession:
         self.deadline_at = time.monotonic() + cfg.deadline_s if cfg.deadline_s is not None else None
         self.deadline_hit = False
         self._metrics_token: Token[MetricRegistry | None] | None = None
+        self.setup_error: str | None = None  # a set-up mistake found once the run started (the session stops)
 
     # -- configuration ------------------------------------------------------
     @classmethod
@@ -124,6 +126,9 @@ class RagdiveSession:
 
         check_grounding(cfg)  # the embedded model, the NLI checker: usage errors before anything runs
         self.plans()  # golden data errors are usage errors, reported before collection
+        from .preflight import check_config
+
+        check_config(self)  # the target the config names, the LLM key: one line each, before anything runs
         if cfg.update_baseline and cfg.shard:
             raise UsageError(
                 f"--ragdive-update-baseline with --ragdive-shard={cfg.shard}: one shard cannot record a baseline "
@@ -188,6 +193,9 @@ class RagdiveSession:
         return self.pipeline.fatal
 
     def default_target(self) -> Any:
+        """The target ``target`` in the config names (built once)."""
+        if self._config_target is not None:
+            return self._config_target
         if not self.cfg.target:
             raise TargetError(
                 "no ragdive target: override the `ragdive_target` fixture in conftest.py "
@@ -195,7 +203,8 @@ class RagdiveSession:
             )
         if self.cfg.base_dir not in sys.path:
             sys.path.insert(0, self.cfg.base_dir)
-        return http_target.from_config(self.cfg.target, self.cfg.target_timeout_s)
+        self._config_target = http_target.from_config(self.cfg.target, self.cfg.target_timeout_s)
+        return self._config_target
 
     # -- running ------------------------------------------------------------
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
@@ -207,11 +216,16 @@ class RagdiveSession:
             self.scheduler.schedule(self, item, atarget)
         fut = self.pipeline.submit(plan, atarget)
         if self.deadline_at is None:
-            return self.progress.wait(fut) if self.progress is not None else fut.result()
+            conv = self.progress.wait(fut) if self.progress is not None else fut.result()
+            self._check_first_reply(target)
+            return conv
         try:
             if self.progress is not None:
-                return self.progress.wait(fut, deadline=self.deadline_at)
-            return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
+                conv = self.progress.wait(fut, deadline=self.deadline_at)
+            else:
+                conv = fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
+            self._check_first_reply(target)
+            return conv
         except concurrent.futures.TimeoutError:
             fut.cancel()
             self._deadline_reached(item)
@@ -220,6 +234,17 @@ class RagdiveSession:
                 "(--ragdive-deadline / deadline_s)",
                 pytrace=False,
             )
+
+    def _check_first_reply(self, target: Any) -> None:
+        """An HTTP target whose first reply does not fit the configured paths: a set-up
+        mistake; stop the session with that one line (exit 4) rather than fail every item."""
+        err = getattr(target, "first_reply_error", None)
+        if isinstance(err, str) and err:
+            self.setup_error = f"ragdive setup error: {err}"
+            if hasattr(self.config, "workerinput"):  # an xdist worker: the controller ends the session
+                pytest.skip("not run: a set-up mistake (the controller names it)")
+            self.close()
+            pytest.exit(self.setup_error, returncode=pytest.ExitCode.USAGE_ERROR)
 
     def _deadline_reached(self, item: pytest.Item | None) -> None:
         """Stop the session after this item; the run ends as an interrupted one."""
@@ -265,6 +290,8 @@ class RagdiveSession:
         only under -v (results.json keeps it either way)."""
         from .item_report import failure_text
 
+        if conv.not_run:  # record mode none: its simulated user cannot go on without a key
+            pytest.skip(conv.not_run)
         in_target = bool(conv.error) and str(conv.error).startswith(("turn ", "stand-alone probe"))
         text = failure_text(conv, with_traceback=in_target or self.config.option.verbose > 0)
         if text is not None:

@@ -11,16 +11,16 @@ from .markdown import summary_md
 from .results_json import Stored, write_results_json
 
 
-def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None = None) -> list[Path]:
-    """results.json, ragdive-junit.xml (when gated), summary.md (also appended to
-    ``$GITHUB_STEP_SUMMARY``) and report.html. ``stored``: what results.json and
-    report.html need of conversations the outcome holds without their contexts."""
+def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None = None, *, junit: bool = True) -> list[Path]:
+    """results.json, ragdive-junit.xml (when gated, unless ``junit`` is False), summary.md
+    (also appended to ``$GITHUB_STEP_SUMMARY``) and report.html. ``stored``: what
+    results.json and report.html need of conversations the outcome holds without their contexts."""
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     p = report_dir / "results.json"
     write_results_json(p, outcome, stored)
     written.append(p)
-    if outcome.gate is not None:
+    if outcome.gate is not None and junit:
         p = report_dir / "ragdive-junit.xml"
         p.write_text(junit_xml(outcome), encoding="utf-8")
         written.append(p)

@@ -8,7 +8,12 @@ abandonable thread and bounds each turn by ``target_timeout_s``.
 
 One turn is one POST: the request body is built from a JSON template (see
 :class:`~pytest_ragdive.config.HttpTargetConfig`), the JSON reply is mapped to
-a :class:`~pytest_ragdive.records.TargetResponse` by dotted paths. 429, 5xx and
+a :class:`~pytest_ragdive.records.TargetResponse` by dotted paths; a path the
+config gives that matches nothing in a reply (``doc_id = "meta.source"`` where the
+reply has ``metadata.source``) is a :class:`ReplyShapeError` naming the path and the
+keys the reply has there, never a silent null. The first reply that does not fit is
+kept as :attr:`HttpTarget.first_reply_error`: the session stops there (a set-up
+mistake, exit 4) instead of failing every conversation the same way. 429, 5xx and
 refused or reset connections are retried ``retries`` times (exponential
 backoff, ``Retry-After`` honoured up to 30 s); anything else fails the turn at
 once with one line naming the status and the start of the reply. The URL in a
@@ -21,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +43,11 @@ RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MISSING = object()
+
+
+class ReplyShapeError(TargetError):
+    """A reply that does not fit the configured paths (``answer``, ``contexts``,
+    ``citations``, ``context_fields``): one line naming the path and the keys found."""
 
 
 def public_url(url: str) -> str:
@@ -102,6 +113,10 @@ class HttpTarget:
         secrets += [v.split(" ", 1)[1] for v in secrets if " " in v]  # the token of "Bearer <token>"
         self._secrets = sorted({v for v in secrets if len(v) >= 4}, key=len, reverse=True)
         self._sleep: Callable[[float], None] = time.sleep
+        self._replies = 0  # replies mapped so far (the first is checked as the set-up's)
+        self._lock = threading.Lock()
+        # the first reply did not fit the configured paths: a set-up mistake (the session stops)
+        self.first_reply_error: str | None = None
 
     def _expand(self, header: str, value: str) -> str:
         """``${NAME}`` in a header value, from the environment."""
@@ -123,7 +138,15 @@ class HttpTarget:
             raise TargetError(
                 f"{self.where} replied with something that is not JSON ({ctype or 'no content type'}): {self._excerpt(raw)}"
             ) from None
-        return self.parse(reply)
+        with self._lock:
+            first = self._replies == 0
+            self._replies += 1
+        try:
+            return self.parse(reply)
+        except ReplyShapeError as e:
+            if first:
+                self.first_reply_error = f"{e} (the first reply: fix the target's reply paths in the config)"
+            raise
 
     def _post(self, body: bytes) -> tuple[int, str, bytes]:
         import http.client
@@ -163,9 +186,9 @@ class HttpTarget:
         s = self.settings
         answer = lookup(reply, s.answer)
         if answer is _MISSING:
-            raise TargetError(f"{self.where}: the reply has no answer at {s.answer!r} ({_shape(reply)})")
+            raise ReplyShapeError(f"{self.where}: the reply has no answer at {s.answer!r} ({_shape_at(reply, s.answer)})")
         if not isinstance(answer, str):
-            raise TargetError(f"{self.where}: the answer at {s.answer!r} is a {type(answer).__name__}, expected a string")
+            raise ReplyShapeError(f"{self.where}: the answer at {s.answer!r} is a {type(answer).__name__}, expected a string")
         return TargetResponse(answer=answer, contexts=self._contexts(reply), citations=self._citations(reply))
 
     def _list_at(self, reply: Any, field: str) -> list[Any]:
@@ -175,10 +198,10 @@ class HttpTarget:
         value = lookup(reply, path)
         if value is _MISSING or value is None:
             if field in self.settings.model_fields_set:  # asked for explicitly: it must be there
-                raise TargetError(f"{self.where}: the reply has no {field} at {path!r} ({_shape(reply)})")
+                raise ReplyShapeError(f"{self.where}: the reply has no {field} at {path!r} ({_shape_at(reply, path)})")
             return []
         if not isinstance(value, list):
-            raise TargetError(f"{self.where}: the {field} at {path!r} is a {type(value).__name__}, expected a list")
+            raise ReplyShapeError(f"{self.where}: the {field} at {path!r} is a {type(value).__name__}, expected a list")
         return value
 
     def _contexts(self, reply: Any) -> list[Context]:
@@ -189,10 +212,16 @@ class HttpTarget:
                 out.append(Context(id=str(i), text=item))
                 continue
             got = {f: lookup(item, fields.get(f, f)) for f in ("id", "text", "doc_id", "score")}
+            for f, path in fields.items():  # a field mapped explicitly must be there (a null is a value)
+                if got[f] is _MISSING:
+                    raise ReplyShapeError(
+                        f"{self.where}: context {i} has no {f} at {path!r} ({_shape_at(item, path)}): "
+                        f"context_fields.{f} matches nothing in the reply"
+                    )
             text = got["text"]
             if not isinstance(text, str):
-                raise TargetError(
-                    f"{self.where}: context {i} has no text at {fields.get('text', 'text')!r} ({_shape(item)})"
+                raise ReplyShapeError(
+                    f"{self.where}: context {i} has no text at {fields.get('text', 'text')!r} ({_shape_at(item, fields.get('text', 'text'))})"
                 )
             doc_id = None if got["doc_id"] in (_MISSING, None) else str(got["doc_id"])
             cid = str(got["id"]) if got["id"] not in (_MISSING, None) else (doc_id or str(i))
@@ -204,7 +233,7 @@ class HttpTarget:
         items = self._list_at(reply, "citations")
         bad = [c for c in items if not isinstance(c, (str, int))]
         if bad:
-            raise TargetError(f"{self.where}: citations must be strings, got {type(bad[0]).__name__}")
+            raise ReplyShapeError(f"{self.where}: citations must be strings, got {type(bad[0]).__name__}")
         return [str(c) for c in items]
 
     def _excerpt(self, raw: bytes, limit: int = 200) -> str:
@@ -221,10 +250,21 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _shape(value: Any) -> str:
-    if isinstance(value, dict):
-        return "keys: " + (", ".join(sorted(map(str, value))[:12]) or "none")
-    return f"got a {type(value).__name__}"
+def _shape_at(data: Any, path: str) -> str:
+    """What the reply has where ``path`` stops matching: the keys there (``keys: a, b``
+    at the top, ``keys at 'metadata': page, source`` deeper)."""
+    parts = path.split(".") if path else []
+    cur, seen = data, []
+    for part in parts:
+        nxt = lookup(cur, part)
+        if nxt is _MISSING:
+            break
+        cur = nxt
+        seen.append(part)
+    where = f" at {'.'.join(seen)!r}" if seen else ""
+    if isinstance(cur, dict):
+        return f"keys{where}: " + (", ".join(sorted(map(str, cur))[:12]) or "none")
+    return f"a {type(cur).__name__}{where}"
 
 
 def http_target(

@@ -153,16 +153,21 @@ class Pipeline:
                     template = plan.new_conversation()
                     assert template is not None
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
-                if conv.error is None:
+                if conv.error is None and conv.not_run is None:
                     await self._score(conv, plan)
+                    if judging is not None:
+                        from ..metrics.offline import keep_offline_twins
+
+                        keep_offline_twins(conv)  # the judge overwrites; the twins keep the offline values
             # a team's own metrics and assert: checks (the slot is not held: they may call a judge)
-            checked = await self._checks(conv, plan) if conv.error is None and plan.kind != "sharded" else None
+            ok = conv.error is None and conv.not_run is None and plan.kind != "sharded"
+            checked = await self._checks(conv, plan) if ok else None
         except BaseException:
             if judging is not None:
                 judging.cancel()
             raise
         if judging is not None:
-            if conv.error is None:
+            if conv.error is None and conv.not_run is None:
                 await self._judge(conv, judging)
             else:
                 await judging.discard()  # a failed conversation is not judged
@@ -270,16 +275,33 @@ class Pipeline:
                 role=spec.role,
                 document_id=spec.document_id,
             )
-            record_error(conv, exc, "generation")
-            self._note_fatal(exc)
+            if not self._not_run(conv, exc):
+                record_error(conv, exc, "generation")
+                self._note_fatal(exc)
             return conv
         try:
             return await run_conversation(conv, user, target, probe=self.cfg.forgetfulness_probe, on_turn=on_turn)
         except Exception as exc:  # noqa: BLE001 - an LLM error of the simulator or validator
             conv.turns = [t for t in conv.turns if t.answer is not None]
-            record_error(conv, exc, "generation")
-            self._note_fatal(exc)
+            if not self._not_run(conv, exc):
+                record_error(conv, exc, "generation")
+                self._note_fatal(exc)
             return conv
+
+    def _not_run(self, conv: Conversation, exc: BaseException) -> bool:
+        """Record mode none without a key: a simulated user whose call is not cached cannot
+        go on, so the conversation is not run (its item is skipped), not failed."""
+        from ..core.errors import CacheMissError
+
+        if not (isinstance(exc, CacheMissError) and self.cfg.judge_fallback()):
+            return False
+        conv.turns = []
+        conv.not_run = (
+            f"not run (no key): the simulated user's {exc.role} call is not cached "
+            f"(record mode none, prompt {exc.prompt_id or '(none)'}): a generated conversation replays only "
+            "while the bot answers as it did when the cache was recorded"
+        )
+        return True
 
     async def _judge(self, conv: Conversation, judging: JudgeAsItRuns) -> None:
         try:

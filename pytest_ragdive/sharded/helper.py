@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import GoldenError, ShardInputError
 from ..llm.prompts import FENCE_NOTE, fence, load_prompt
-from ..sources.golden import _rows
+from ..sources.golden import _rows, error_line
 from .properties import REVIEW_ONLY, check_question, flag_question
 from .questions import Shard, ShardedQuestion
 
@@ -99,12 +99,13 @@ def read_inputs(path: Path) -> list[tuple[int, _Input]]:
         rows = _rows(path, ("questions", "cases"))
     except GoldenError as e:
         raise ShardInputError(str(e)) from None
-    for line, row in rows:
+    for line, row, node in rows:
         try:
             item = _Input.model_validate(row)
         except ValidationError as e:
             err = e.errors()[0]
-            raise ShardInputError(f"{path}:{line}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            where = error_line(node, tuple(err["loc"]), line) if node is not None else line
+            raise ShardInputError(f"{path}:{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
         if not (item.id or item.question_id) or not (item.answer or item.expected_answer):
             raise ShardInputError(f"{path}:{line}: a question needs an id and an answer")
         out.append((line, item))

@@ -35,7 +35,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ShardedFileError
-from ..sources.golden import _rows
+from ..sources.golden import _rows, error_line
 from .properties import ALLOWED_WORDS, check_question, contains_phrase, content_words, flag_question
 
 __all__ = [
@@ -95,13 +95,14 @@ def read_sharded(path: Path) -> list[ShardedQuestion]:
     """Parse a file (rows validated, ids unique) without the mechanical checks or the review filter."""
     out: list[ShardedQuestion] = []
     seen: dict[str, int] = {}
-    for line, row in _rows(path, _LIST_KEYS):
+    for line, row, node in _rows(path, _LIST_KEYS):
         try:
             q = ShardedQuestion.model_validate(row)
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "row"
-            raise ShardedFileError(f"{path}:{line}: {loc}: {err['msg']}") from None
+            where = error_line(node, tuple(err["loc"]), line) if node is not None else line
+            raise ShardedFileError(f"{path}:{where}: {loc}: {err['msg']}") from None
         if q.id in seen:
             raise ShardedFileError(f"{path}:{line}: duplicate question id {q.id!r} (first at line {seen[q.id]})")
         seen[q.id] = line

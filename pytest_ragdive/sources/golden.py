@@ -103,18 +103,19 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any]]:
-    """(line, row) pairs; line is 1-based (YAML: the row's first line)."""
+def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
+    """(line, row, node) triples; line is 1-based (YAML: the row's first line; node: the
+    row's composed YAML node, which knows the line of every key inside it; None for JSONL)."""
     if not path.is_file():
         raise GoldenError(f"{path}: file not found")
     text = read_text(path, GoldenError)
     if path.suffix == ".jsonl":
-        out: list[tuple[int, Any]] = []
+        out: list[tuple[int, Any, Any]] = []
         for no, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.lstrip().startswith("//"):
                 continue
             try:
-                out.append((no, json.loads(line)))
+                out.append((no, json.loads(line), None))
             except json.JSONDecodeError as e:
                 raise GoldenError(f"{path}:{no}: invalid JSON: {e.msg}") from None
         return out
@@ -183,7 +184,7 @@ def _construct(loader: Any, root: Any) -> Any:
     return loader.construct_document(root) if merges else data
 
 
-def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[int, Any]]:
+def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
     """One parse (libyaml's C parser where PyYAML has it): the composed node
     tree gives each row's line, the constructor builds the data from it."""
     import yaml
@@ -208,18 +209,41 @@ def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[
     if not isinstance(data, list):
         raise GoldenError(f"{path}:1: expected a list of rows")
     items = node.value if node is not None and isinstance(node.value, list) else []
-    lines = [n.start_mark.line + 1 for n in items] if len(items) == len(data) else [1] * len(data)
-    return list(zip(lines, data, strict=True))
+    if len(items) != len(data):
+        return [(1, row, None) for row in data]
+    return [(n.start_mark.line + 1, row, n) for n, row in zip(items, data, strict=True)]
+
+
+def error_line(node: Any, loc: tuple[Any, ...], default: int) -> int:
+    """The line of the key a validation error points at (``turns.1.ground_truth``):
+    the deepest node of ``loc`` the row's YAML node has (an unknown key is a key of
+    its mapping; a missing one is reported at the mapping that lacks it)."""
+    line = default
+    for part in loc:
+        value = getattr(node, "value", None)
+        if isinstance(value, list) and value and isinstance(value[0], tuple):  # a mapping: (key, value) pairs
+            hit = next(((k, v) for k, v in value if getattr(k, "value", None) == str(part)), None)
+            if hit is None:
+                return line
+            line = hit[0].start_mark.line + 1
+            node = hit[1]
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            node = value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
 
 
 def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
     out = []
     seen: dict[str, int] = {}
-    for line, row in _rows(path, list_keys):
+    for line, row, node in _rows(path, list_keys):
         try:
             rec = model.model_validate(row)
         except ValidationError as e:
-            raise GoldenError(f"{path}:{line}: {one_line(e)}") from None
+            where = error_line(node, tuple(e.errors()[0]["loc"]), line) if node is not None else line
+            raise GoldenError(f"{path}:{where}: {one_line(e)}") from None
         rid = getattr(rec, "question_id", None) or getattr(rec, "id", None)
         if rid in seen:
             raise GoldenError(f"{path}:{line}: duplicate id {rid!r} (first at line {seen[rid]})")

@@ -142,7 +142,7 @@ def test_malformed_assertions_are_file_and_line_errors(tmp_path: Path, check: An
                          f"      assert: [{json.dumps(check)}]\n")
     with pytest.raises(GoldenError) as e:
         load_conversations(yaml_path)
-    assert str(e.value).startswith(f"{yaml_path}:4: turns.0.assert") and why in str(e.value)
+    assert str(e.value).startswith(f"{yaml_path}:7: turns.0.assert") and why in str(e.value)  # the key's line
 
 
 ASSERTS = {

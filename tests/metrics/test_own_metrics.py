@@ -250,9 +250,9 @@ def test_the_built_ins_are_declared_by_the_public_decorator_in_one_registry() ->
     from pytest_ragdive.metrics import registry
 
     assert rd.metric is registry.metric
-    for decl in registry._BUILTIN:  # the frozen table: metric(...) declarations, nothing else
+    for decl in (*registry._BUILTIN, *registry._TWINS):  # the frozen table: metric(...) declarations, nothing else
         assert isinstance(decl, registry.MetricDecl) and decl.spec.fn is None
-    assert [d.spec for d in registry._BUILTIN] == list(registry.BUILTINS.values())
+    assert [d.spec for d in (*registry._BUILTIN, *registry._TWINS)] == list(registry.BUILTINS.values())
     assert registry.METRICS["forgetfulness"] == registry.metric(
         "forgetfulness", level="conversation", higher_is_better=False, dimension="answer",
         definition=registry.BUILTINS["forgetfulness"].definition).spec

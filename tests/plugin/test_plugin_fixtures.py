@@ -66,8 +66,9 @@ def test_missing_target_is_explained(pytester: pytest.Pytester) -> None:
     (pytester.path / "single.jsonl").write_text('{"question_id": "q1", "question": "hi"}\n')
     pytester.makefile(".toml", pyproject='[tool.ragdive.suites.core]\nsingle_turn = ["single.jsonl"]\n')
     res = pytester.runpytest("--ragdive-suite=core")
-    res.assert_outcomes(errors=1)
-    res.stdout.fnmatch_lines(["*override the `ragdive_target` fixture in conftest.py*"])
+    # one line before any item runs (tests/plugin/test_preflight.py), not one error per item
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["ERROR: *no target: override the `ragdive_target` fixture in conftest.py*"])
 
 
 def test_conftest_target_in_subdirectory_is_found(toy: pytest.Pytester) -> None:

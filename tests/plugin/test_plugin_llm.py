@@ -115,11 +115,22 @@ def test_generated_suite_is_gated_and_replayed_from_cache(llm_toy) -> None:
 
 
 def test_replay_only_mode_fails_fast_naming_the_call(llm_toy) -> None:
+    """--ragdive-require-judge: a strict replay, a miss fails the run naming the call."""
     pytester, server = llm_toy
-    res = pytester.runpytest_subprocess("--ragdive-suite=core", "--ragdive-record-mode=none")
+    res = pytester.runpytest_subprocess("--ragdive-suite=core", "--ragdive-record-mode=none", "--ragdive-require-judge")
     assert res.ret == 1
     assert server.request_count == 0
     res.stdout.fnmatch_lines(["*CacheMissError*simulator*"])
+
+
+def test_replay_only_mode_without_a_cache_skips_what_it_cannot_generate(llm_toy) -> None:
+    """Record mode none (a fork, no key): a simulated user whose call is not cached cannot go
+    on; its conversation is not run (skipped, saying why), not a failure of the bot."""
+    pytester, server = llm_toy
+    res = pytester.runpytest_subprocess("--ragdive-suite=core", "--ragdive-record-mode=none", "-rs")
+    assert server.request_count == 0
+    res.assert_outcomes(skipped=3)
+    res.stdout.fnmatch_lines(["*not run (no key): the simulated user's simulator call is not cached*"])
 
 
 def test_generated_conversation_without_valid_turns_fails_its_item(llm_toy, monkeypatch: pytest.MonkeyPatch) -> None:

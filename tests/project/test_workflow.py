@@ -9,6 +9,8 @@ are skipped, each with its reason recorded, and their inputs are still checked."
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -92,12 +94,71 @@ def test_gate_job_order_and_always_steps() -> None:
              _index(steps, named("Install")), _index(steps, uses("actions/cache/restore")),
              _index(steps, named("Quality gate")), _index(steps, uses("actions/cache/save"))]
     assert order == sorted(order), "checkout, setup-python, install, restore the cache BEFORE the gate, save after"
-    for pred in (uses("actions/cache/save"), uses("mikepenz/action-junit-report"), uses("actions/upload-artifact")):
-        assert steps[_index(steps, pred)].get("if") == "always()"  # also when the gate failed
+    for pred in (uses("actions/cache/save"), uses("mikepenz/action-junit-report"), uses("actions/upload-artifact"),
+                 uses("marocchino/sticky-pull-request-comment")):
+        assert str(steps[_index(steps, pred)].get("if", "")).startswith("always()")  # also when the gate failed
+    # the check run and the comment need a token that can write: not a fork's
+    for pred in (uses("mikepenz/action-junit-report"), uses("marocchino/sticky-pull-request-comment")):
+        assert "steps.mode.outputs.write == 'true'" in steps[_index(steps, pred)]["if"]
     restore = steps[_index(steps, uses("actions/cache/restore"))]["with"]
-    for part in ("golden/**", "pyproject.toml", "prompts/**"):
+    for part in ("golden/**", "pyproject.toml", "prompts/**", "steps.version.outputs.plugin"):
         assert part in restore["key"]
-    assert len(restore["restore-keys"].split()) >= 2
+    assert len(restore["restore-keys"].splitlines()) >= 2
+
+
+PINNED = re.compile(r"^\s*-?\s*uses:\s*([\w./-]+)@([0-9a-f]{40}) # (v\d+(?:\.\d+)*)\s*$")
+
+
+def test_every_action_is_pinned_by_commit_sha_with_its_tag() -> None:
+    lines = [ln for ln in WORKFLOW.read_text().splitlines() if re.match(r"^\s*-?\s*uses:", ln)]
+    assert lines
+    bad = [ln.strip() for ln in lines if not PINNED.match(ln)]
+    assert not bad, f"not pinned by a commit SHA with the tag in a comment: {bad}"
+    # one SHA per action and tag: the same action is never pinned to two commits
+    seen: dict[str, str] = {}
+    for ln in lines:
+        m = PINNED.match(ln)
+        assert m is not None
+        repo = "/".join(m.group(1).split("/")[:2])  # actions/cache/restore and /save: one repository
+        assert seen.setdefault(repo, m.group(2)) == m.group(2), f"{repo} pinned to two commits"
+
+
+def _cache_steps(job: str) -> list[dict[str, Any]]:
+    return [s for s in WF["jobs"][job]["steps"] if str(s.get("uses", "")).startswith("actions/cache/")]
+
+
+def test_cache_keys_name_the_suite_and_the_plugin_version() -> None:
+    for job, scope in (("gate", "-core-"), ("shard", "-extended-shard${{ matrix.shard }}-"), ("consistency", "-consistency-")):
+        steps = _cache_steps(job)
+        assert {s["uses"].split("@")[0] for s in steps} == {"actions/cache/restore", "actions/cache/save"}, job
+        for s in steps:
+            assert scope in s["with"]["key"] and "steps.version.outputs.plugin" in s["with"]["key"], (job, s["with"]["key"])
+            for rk in s["with"].get("restore-keys", "").splitlines():
+                assert scope in rk, (job, rk)
+        restore, save = (next(s for s in steps if s["uses"].startswith(f"actions/cache/{a}")) for a in ("restore", "save"))
+        assert restore["with"]["key"] == save["with"]["key"], job
+        assert any(s.get("id") == "version" for s in WF["jobs"][job]["steps"]), job
+    # main saves both caches a pull request restores: core from the push's gate job, extended from the shards
+    assert "push" in str(WF["jobs"]["gate"]["if"]) and "push" in str(WF["jobs"]["shard"]["if"])
+
+
+def _suites(job: str) -> list[str]:
+    """The suites a job's pytest commands select, read from the file: written out, never
+    computed by a step (so that what runs on an event can be read, and checked, here)."""
+    found = [m for s in WF["jobs"][job]["steps"] for m in re.findall(r"--ragdive-suite=(\S+)", str(s.get("run", "")))]
+    assert all("${{" not in m for m in found), f"{job}: the suite is computed ({found}): write it out"
+    return found
+
+
+def test_no_suite_runs_twice_on_one_push() -> None:
+    run = jobs_for("push")
+    suites = [s for job in sorted(run) for s in _suites(job)]
+    assert sorted(suites) == ["core", "extended"], suites  # gate: core; the four shards: extended, once split
+
+
+def test_the_consistency_artifact_is_uploaded_whatever_happened() -> None:
+    upload = next(s for s in WF["jobs"]["consistency"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload.get("if") == "always()"
 
 
 def commands() -> list[tuple[str, str, list[str]]]:
@@ -163,27 +224,31 @@ def test_command_exists(job: str, step: str, argv: list[str], pytest_help: str) 
 
 
 def test_pull_request_from_a_fork_gates_core_offline(workspace: Path) -> None:
-    emu = Emulator(WF, workspace, "pull_request")  # no secrets
+    emu = Emulator(WF, workspace, "pull_request")  # no secrets: a fork
     job = emu.run_job("gate")
     gate = job.step("Quality gate")
     assert gate.status == "ran", gate.output[-3000:]
-    assert job.outputs["mode"] == {"suite": "core", "record": "none"}
-    assert "--ragdive-suite=core --ragdive-record-mode=none" in next(c for _, n, c in emu.executed if n == "Quality gate")
+    assert job.outputs["mode"] == {"record": "none", "write": "false"}
+    assert "--ragdive-suite=core --ragdive-record-mode=none" in " ".join(
+        next(c for _, n, c in emu.executed if n == "Quality gate").split())
     assert job.step("Install").status == "skipped" and job.step("Install").reason
     assert not job.failed
-    # the job summary got summary.md (the plugin appends it to $GITHUB_STEP_SUMMARY)
+    # the job summary got summary.md (the plugin appends it to $GITHUB_STEP_SUMMARY) and says why
+    # the check run and the comment are missing
     assert job.summary.startswith("# ragdive quality gate") and "**PASSED**" in job.summary
-    # JUnit: the gate's metrics and pytest's items, both published
-    names = {p.name for p in emu.junit}
-    assert names == {"ragdive-junit.xml", "pytest-junit.xml"}
-    items = ET.parse(next(p for p in emu.junit if p.name == "pytest-junit.xml")).getroot().iter("testcase")
-    assert len(list(items)) == 30
-    # the report dir as an artifact
+    assert "a pull request from a fork gets a read-only token" in job.summary
+    # a fork's token is read-only: no check run, no comment (skipped, not failed)
+    assert job.step("Publish JUnit results").status == "not_run" and not emu.junit
+    assert job.step("Comment on the pull request").status == "not_run" and not emu.comments
+    # the report dir as an artifact, JUnit files included
     art = emu.artifacts / "ragdive-report-core"
-    assert {"results.json", "summary.md", "ragdive-junit.xml"} <= {p.name for p in art.iterdir()}
-    # the judge cache is restored before the gate, from the directory the plugin uses
+    assert {"results.json", "summary.md", "ragdive-junit.xml", "pytest-junit.xml"} <= {p.name for p in art.iterdir()}
+    items = ET.parse(art / "pytest-junit.xml").getroot().iter("testcase")
+    assert len(list(items)) == 30
+    # the judge cache is restored before the gate, from the directory the plugin uses; a
+    # replay-only run stored nothing new, so nothing is saved
     actions = [a for a, _, _ in emu.cache_paths]
-    assert actions == ["actions/cache/restore", "actions/cache/save"]
+    assert actions == ["actions/cache/restore"]
     assert all(p == workspace / "example_project" / ".ragdive" / "cache" for _, p, _ in emu.cache_paths)
     key = emu.cache_paths[0][2]
     (workspace / "golden" / "core" / "single_turn.jsonl").open("a").write("\n")
@@ -193,10 +258,39 @@ def test_pull_request_from_a_fork_gates_core_offline(workspace: Path) -> None:
     assert other.interpolate(restore["with"]["key"], ctx) != key  # keyed on the golden data
 
 
+def test_pull_request_from_the_same_repository_publishes_and_comments_once(workspace: Path) -> None:
+    emu = Emulator(WF, workspace, "pull_request", secrets={"OPENAI_API_KEY": "sk-test"})  # not a fork
+    job = emu.run_job("gate")
+    assert not job.failed, [s.output[-2000:] for s in job.steps if s.status == "failed"]
+    assert job.outputs["mode"] == {"record": "new_episodes", "write": "true"}
+    assert job.step("Publish JUnit results").status == "ran"
+    assert {p.name for p in emu.junit} == {"ragdive-junit.xml", "pytest-junit.xml"}
+    assert job.step("A fork's read-only token").status == "not_run"
+    assert [a for a, _, _ in emu.cache_paths] == ["actions/cache/restore", "actions/cache/save"]
+    comment = workspace / "example_project" / ".ragdive" / "report" / "pr-comment.md"
+    step = job.step("Comment on the pull request")
+    if comment.is_file():  # the reports write it (issue 23)
+        assert step.status == "ran" and emu.comments == {"ragdive": comment.read_text()}
+    else:
+        assert step.status == "not_run"  # nothing to post
+    # the comment step itself: one comment per pull request, updated on the next push
+    spec = next(s for s in WF["jobs"]["gate"]["steps"] if s.get("name") == "Comment on the pull request")
+    ctx = emu.context("gate", {}, {"mode": {"write": "true"}}, {})
+    comment.parent.mkdir(parents=True, exist_ok=True)
+    for text in ("<!-- ragdive-pr-comment -->\nfirst push", "<!-- ragdive-pr-comment -->\nsecond push"):
+        comment.write_text(text)
+        assert emu.evaluate(EXPR.sub(r"\1", spec["if"]), ctx) is True
+        assert emu.use(spec, spec["name"], ctx).status == "ran"
+    assert emu.comments == {"ragdive": "<!-- ragdive-pr-comment -->\nsecond push"}
+    fork = Emulator(WF, workspace, "pull_request")
+    assert fork.evaluate(EXPR.sub(r"\1", spec["if"]), fork.context("gate", {}, {"mode": {"write": "false"}}, {})) is False
+
+
 def test_with_the_secret_llm_calls_are_recorded(workspace: Path) -> None:
     step = next(s for s in WF["jobs"]["gate"]["steps"] if s.get("id") == "mode")
-    for secrets, event, want in (({"OPENAI_API_KEY": "sk-test"}, "push", {"suite": "extended", "record": "new_episodes"}),
-                                 ({}, "push", {"suite": "extended", "record": "none"})):
+    for secrets, event, want in (({"OPENAI_API_KEY": "sk-test"}, "push", {"record": "new_episodes", "write": "true"}),
+                                 ({}, "push", {"record": "none", "write": "true"}),
+                                 ({}, "pull_request", {"record": "none", "write": "false"})):
         emu = Emulator(WF, workspace, event, secrets=secrets)
         ctx = emu.context("gate", {}, {}, {})
         env = {k: emu.interpolate(str(v), ctx) for k, v in step["env"].items()}
@@ -206,14 +300,20 @@ def test_with_the_secret_llm_calls_are_recorded(workspace: Path) -> None:
         assert res.status == "ran" and out == want
 
 
-def test_push_gates_extended_on_one_runner_and_on_four_shards(workspace: Path) -> None:
-    emu = Emulator(WF, workspace, "push")
+def _pytest(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EXAMPLE_RAG_", "OPENAI_"))}
+    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=workspace / "example_project", env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_push_gates_core_once_and_extended_once_on_four_shards(workspace: Path) -> None:
+    emu = Emulator(WF, workspace, "push", secrets={"OPENAI_API_KEY": "sk-test"})
     job = emu.run_job("gate")
     assert job.step("Quality gate").status == "ran", job.step("Quality gate").output[-3000:]
-    report = workspace / "example_project" / "ragdive-report"
-    whole = json.loads((report / "results.json").read_text())
-    assert set(whole["suites"]) == {"extended"} and whole["gate"]
-    assert all(r["verdict"] in ("pass", "improvement") for r in whole["gate"])
+    report = workspace / "example_project" / ".ragdive" / "report"
+    core = json.loads((report / "results.json").read_text())
+    assert set(core["suites"]) == {"core"} and core["gate"]  # core on main: its judge cache saved for PRs
+    assert [a for a, _, _ in emu.cache_paths] == ["actions/cache/restore", "actions/cache/save"]
     shutil.rmtree(report)
 
     for shard in WF["jobs"]["shard"]["strategy"]["matrix"]["shard"]:
@@ -223,14 +323,22 @@ def test_push_gates_extended_on_one_runner_and_on_four_shards(workspace: Path) -
     assert sorted(p.name for p in emu.artifacts.iterdir() if p.name.startswith("ragdive-shard-")) == [
         f"ragdive-shard-{i}" for i in range(1, 5)
     ]
+    keys = [k for a, _, k in emu.cache_paths if a == "actions/cache/save"]
+    assert len(set(keys)) == 5 and all(f"-{emu.context('shard', {}, {}, {})['runner']['os']}-" in k for k in keys)
     assert emu.job_runs("merged-gate")
     merged = emu.run_job("merged-gate")
     step = merged.step("Gate on the merged shards")
     assert step.status == "ran", step.output[-3000:]
     data = json.loads((report / "results.json").read_text())
-    assert len(data["conversations"]) == len(whole["conversations"]) == 126
-    assert data["gate"] == whole["gate"] and data["suites"] == whole["suites"]
-    assert {p.name for p in (emu.artifacts / "ragdive-report-sharded").iterdir()} >= {"report.html", "summary.md"}
+    # the same verdicts as one unsharded run of extended (run here once, outside the workflow)
+    whole = _pytest(workspace, "--ragdive-baseline=baseline.json", "--ragdive-suite=extended",
+                    "--ragdive-report-dir=unsharded", "-p", "no:cacheprovider")
+    assert whole.returncode == 0, whole.stdout[-3000:]
+    ref = json.loads((workspace / "example_project" / "unsharded" / "results.json").read_text())
+    assert len(data["conversations"]) == len(ref["conversations"]) == 126
+    assert data["gate"] == ref["gate"] and data["suites"] == ref["suites"]
+    assert all(r["verdict"] in ("pass", "improvement") for r in data["gate"])
+    assert {p.name for p in (emu.artifacts / "ragdive-report-extended").iterdir()} >= {"report.html", "summary.md"}
 
 
 def test_schedule_records_a_proposed_baseline(workspace: Path) -> None:
@@ -243,5 +351,17 @@ def test_schedule_records_a_proposed_baseline(workspace: Path) -> None:
     assert set(proposed["suites"]) == set(committed["suites"]) >= {"core", "extended"}
     assert {m["runs"] for s in ("core", "extended") for m in proposed["suites"][s].values()} == {2}
     assert "## Proposed baseline vs baseline.json" in job.summary and "| suite | metric |" in job.summary
-    assert {p.name for p in (emu.artifacts / "proposed-baseline").iterdir()} >= {"proposed-baseline.json", "ragdive-report"}
+    art = emu.artifacts / "proposed-baseline"
+    assert (art / "proposed-baseline.json").is_file() and (art / ".ragdive" / "report" / "results.json").is_file()
+    assert [a for a, _, _ in emu.cache_paths] == ["actions/cache/restore", "actions/cache/save"]
     assert EXPR.search(json.dumps(job.outputs)) is None
+
+
+def test_a_failing_consistency_run_still_uploads_its_artifact(workspace: Path) -> None:
+    """A week with a safety violation: the baseline is refused, and the report is what to look at."""
+    emu = Emulator(WF, workspace, "schedule", env={"CONSISTENCY_RUNS": "1", "EXAMPLE_RAG_READER": "memory"})
+    job = emu.run_job("consistency")
+    assert job.step("Consistency runs").status == "failed"
+    assert job.step("Upload the proposed baseline").status == "ran"
+    assert (emu.artifacts / "proposed-baseline" / ".ragdive" / "report" / "results.json").is_file() or \
+        (emu.artifacts / "proposed-baseline" / "results.json").is_file()

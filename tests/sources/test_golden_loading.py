@@ -45,7 +45,7 @@ def test_yaml_conversation_error_line_in_a_plain_list(tmp_path: Path) -> None:
         "- id: ok\n  turns:\n    - rag_input: hi\n"
         "- id: empty\n  turns: []\n"
     )
-    with pytest.raises(GoldenError, match=r"c\.yaml:4: turns: "):
+    with pytest.raises(GoldenError, match=r"c\.yaml:5: turns: "):  # the line of the key at fault
         golden.load_conversations(f)
 
 

@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ...core.errors import CacheMissError
 from ...core.records import Conversation, Document, JudgeCalls, Turn, Verdict
 from ...llm.prompts import fence
 from .cascade import JudgeFactory, JudgeFn, cascade, judge_models, prompt_judge
@@ -26,7 +27,20 @@ if TYPE_CHECKING:
     from ...core.config import RagdiveConfig
     from ...llm import LLMClient
 
-__all__ = ["ConversationJudge", "judge_conversation"]
+__all__ = ["NOT_JUDGED", "ConversationJudge", "judge_conversation", "not_judged"]
+
+NOT_JUDGED = "not judged (no key)"
+
+
+def not_judged(miss: CacheMissError) -> Verdict:
+    """The verdict of an item whose judge call the cache cannot answer in record mode none:
+    no value (the offline twin keeps the offline one), and why."""
+    return Verdict(
+        value=None,
+        reason=f"{NOT_JUDGED}: the {miss.role} call is not cached (record mode none, prompt {miss.prompt_id or '(none)'}, "
+        f"key {miss.key[:16]}); the gate falls back to the offline twin",
+        model=miss.model or None,
+    )
 
 
 def _not_applicable(reason: str) -> Verdict:
@@ -89,6 +103,7 @@ class ConversationJudge:
         self.documents = documents
         self.models = judge_models(cfg)
         self.selected: frozenset[str] = frozenset(cfg.judged_metrics)  # judged_metrics: which metrics the judge scores
+        self.fallback = cfg.judge_fallback()  # a call not cached in record mode none: "not judged (no key)"
         self.calls = JudgeCalls()
         self.backend_judges = backend_judges or {}
         self.rubrics = dict(cfg.judges)  # the config's rubric judges (metrics of their own)
@@ -167,7 +182,10 @@ class ConversationJudge:
         results = await asyncio.gather(*(v for *_, v in judged), return_exceptions=True)
         error: BaseException | None = None
         for (target, metric, _), res in zip(judged, results, strict=True):
-            if isinstance(res, BaseException):
+            if self.fallback and isinstance(res, CacheMissError):
+                res = not_judged(res)
+                self.calls.not_judged += 1
+            elif isinstance(res, BaseException):
                 error = error or res
                 continue
             if target is None:
