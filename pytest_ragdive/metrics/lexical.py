@@ -30,7 +30,7 @@ Graded coverage (correctness)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -206,6 +206,17 @@ def correctness(answer: str, ground_truth: str, support: float | None = None) ->
     return cov if support is None else cov * support
 
 
+def _support(terms: frozenset[str], context_terms: frozenset[str], conversation: Sequence[frozenset[str]]) -> tuple[float, int | None]:
+    """``unit_support`` of a unit's terms, and which conversation text raised it (None: the contexts)."""
+    s = len(terms & context_terms) / len(terms)
+    by: int | None = None
+    for i, text in enumerate(conversation):
+        r = len(terms & text) / len(terms)
+        if r >= REPEAT_THRESHOLD - 1e-9 and r > s:
+            s, by = r, i
+    return s, by
+
+
 def unit_support(unit: str, context_terms: frozenset[str], conversation: Sequence[frozenset[str]] = ()) -> float | None:
     """Support of one asserted unit in [0, 1] (None when it has no term): the share of its
     distinct terms in ``context_terms``, raised to the share held by the single best
@@ -213,12 +224,7 @@ def unit_support(unit: str, context_terms: frozenset[str], conversation: Sequenc
     terms = _terms(unit)
     if not terms:
         return None
-    s = len(terms & context_terms) / len(terms)
-    for text in conversation:
-        r = len(terms & text) / len(terms)
-        if r >= REPEAT_THRESHOLD - 1e-9 and r > s:
-            s = r
-    return s
+    return _support(terms, context_terms, conversation)[0]
 
 
 def _union_terms(contexts: Iterable[ContextLike]) -> frozenset[str]:
@@ -233,6 +239,18 @@ def _union_of(texts: tuple[str, ...]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _unit_rows(
+    answer: str, ctx: frozenset[str], conv: Sequence[frozenset[str]]
+) -> Iterator[tuple[str, frozenset[str], float, int | None]]:
+    """(unit, its terms, its support, the conversation text that raised it) for each asserted
+    unit with a term: the one lexical support rule, read by the score and by the evidence."""
+    for unit in asserted_units(strip_citations(answer)):
+        terms = _terms(unit)
+        if terms:
+            s, by = _support(terms, ctx, conv)
+            yield unit, terms, s, by
+
+
 def faithfulness(
     answer: str, contexts: Iterable[ContextLike], conversation: Iterable[str] = ()
 ) -> float | None:
@@ -245,19 +263,16 @@ def faithfulness(
     restates one of them (earlier user messages, grounded units of earlier answers); leave
     it empty for the strict per-turn figure. With no context and no conversation nothing is
     supported (0.0). A pure abstention asserts nothing unsupported: 1.0 (it costs
-    correctness instead). None when the answer is None.
+    correctness instead). None when the answer is None. :func:`support_units` gives the
+    same per unit, with its evidence (``weighted_support`` of it is this value).
     """
     if answer is None:
         return None
-    units = asserted_units(strip_citations(answer))
     ctx = _union_terms(contexts)
     conv = [t for t in (_terms(x) for x in conversation) if t]
     num = den = 0.0
-    for unit in units:
-        s = unit_support(unit, ctx, conv)
-        if s is None:
-            continue
-        w = len(_terms(unit))
+    for _, terms, s, _ in _unit_rows(answer, ctx, conv):
+        w = len(terms)
         num += w * s
         den += w
     return num / den if den else 1.0

@@ -21,8 +21,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from ..core.records import Conversation, Turn
+from ..core.records import Conversation, Evidence, Turn
 from ..core.stats import mean
+from .evidence import reference_coverage, support_units, weighted_support
 from .lexical import (
     answer_f1,
     context_recall,
@@ -46,6 +47,7 @@ __all__ = [
     "safety_failures",
     "score_conversation",
     "score_turn",
+    "score_turn_evidence",
     "user_statements",
 ]
 
@@ -109,16 +111,26 @@ def score_turn(
     falls back to lexical relevance); ``k`` cuts recall_at_k and ndcg_at_k (None: all
     retrieved documents). Nothing on the turn is changed.
     """
+    return score_turn_evidence(turn, k=k, conversation=conversation)[0]
+
+
+def score_turn_evidence(
+    turn: Turn, *, k: int | None = None, conversation: Sequence[str] = ()
+) -> tuple[dict[str, float | None], Evidence | None]:
+    """:func:`score_turn` and the turn's evidence (None when the turn was not run): each
+    asserted unit's support, whose ``weighted_support`` is the ``faithfulness`` score,
+    and the reference's coverage (:mod:`.evidence`)."""
     if turn.answer is None:
-        return dict.fromkeys(TURN_METRICS)
+        return dict.fromkeys(TURN_METRICS), None
     answer = turn.answer
     gt = turn.ground_truth
     has_gt = bool(tokens(gt))
     ids = distinct_source_ids(turn.contexts)
     rel = turn.relevant_doc_ids
-    faithful = faithfulness(answer, turn.contexts, conversation)
+    units = support_units(answer, turn.contexts, conversation)
+    faithful = weighted_support(units)
     support = faithful if (turn.contexts or conversation) else None
-    return {
+    scores = {
         "answer_f1": answer_f1(answer, gt) if has_gt else None,
         "exact_match": exact_match(answer, gt) if has_gt else None,
         "correctness": correctness(answer, gt, support) if has_gt else None,
@@ -133,6 +145,7 @@ def score_turn(
         "citation_rate": citation_ok(turn),
         "answer_attempt_rate": _attempted(turn),
     }
+    return scores, Evidence(support=units, reference=reference_coverage(answer, gt) if has_gt else [])
 
 
 def _attempted(turn: Turn) -> float:
@@ -159,7 +172,7 @@ def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
     """Score one conversation in place (idempotent).
 
     - every turn: ``turn.scores.update(score_turn(turn, k=k, conversation=...))`` with the
-      turn's ``conversation_support``;
+      turn's ``conversation_support``, and ``turn.evidence`` (``score_turn_evidence``);
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
       out; None when every turn is None), plus forgetfulness and context_retention from the
@@ -167,7 +180,8 @@ def score_conversation(conv: Conversation, *, k: int | None = None) -> None:
       ``conv.verdicts["forgetfulness"]``).
     """
     for turn, support in zip(conv.turns, conversation_supports(conv.turns), strict=True):
-        turn.scores.update(score_turn(turn, k=k, conversation=support))
+        scores, turn.evidence = score_turn_evidence(turn, k=k, conversation=support)
+        turn.scores.update(scores)
     for msg in safety_failures(conv):
         if msg not in conv.failures:
             conv.failures.append(msg)
