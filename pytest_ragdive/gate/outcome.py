@@ -14,7 +14,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.records import Conversation, JudgeCalls, ValidationStats
-from ..core.results import Baseline, SuiteResult
+from ..core.results import AnswerConversation, Baseline, BaselineAnswers, SuiteResult
 from ..llm.stats import LLMStats
 from .diff import BaselineDiff
 from .rows import GateRow
@@ -26,6 +26,7 @@ class GateStatus(StrEnum):
     PASSED = "passed"  # every gated metric passed
     FAILED = "failed"  # a regression, a gated metric without a value, a fatal error, an errored conversation
     INCONCLUSIVE = "inconclusive"  # the evidence could not tell (see the gate's inconclusive policy)
+    NO_DATA = "no_data"  # no gated metric had a value (nothing to compare: fails, never "N of M out of band")
     NOT_GATED = "not_gated"  # no baseline: metrics shown, nothing decided
     SUBSET = "subset"  # only a subset ran (-k, --lf, deselection): reported, not decided
     SHARD = "shard"  # one shard of a split suite: reported, decided by the gate command
@@ -35,7 +36,7 @@ class GateStatus(StrEnum):
 
     @property
     def fails(self) -> bool:
-        return self in (GateStatus.FAILED, GateStatus.BASELINE_REFUSED)
+        return self in (GateStatus.FAILED, GateStatus.NO_DATA, GateStatus.BASELINE_REFUSED)
 
 
 class RunInfo(BaseModel):
@@ -69,6 +70,9 @@ class RunOutcome(BaseModel):
     baseline: Baseline | None = None  # the baseline to write (update runs)
     baseline_path: str | None = None  # where it was written, once written
     baseline_diff: BaselineDiff | None = None  # the update against the file it replaces (None: no file)
+    recorded_answers: BaselineAnswers | None = None  # update runs: the answers file to write beside the baseline
+    # failed gates: the baseline's answers of the conversations that pull a failed metric the wrong way ("suite::id")
+    baseline_answers: dict[str, AnswerConversation] = Field(default_factory=dict)
     llm: LLMStats | None = None
     judge_calls: JudgeCalls | None = None
     validation: dict[str, ValidationStats] = Field(default_factory=dict)  # generated suites
