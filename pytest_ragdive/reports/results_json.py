@@ -30,6 +30,7 @@ def results_json(outcome: RunOutcome, conversations: bool = True) -> dict[str, A
         "validation": {s: v.model_dump(mode="json") for s, v in outcome.validation.items()} or None,
         "diversity": outcome.diversity or None,
         "baseline_path": outcome.baseline_path,
+        "baseline_answers": {k: v.model_dump(mode="json") for k, v in outcome.baseline_answers.items()} or None,
         **({"conversations": [c.model_dump(mode="json") for c in outcome.conversations]} if conversations else {}),
     }
 
