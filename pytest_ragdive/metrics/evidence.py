@@ -19,7 +19,12 @@ highlights from it. Deterministic pure Python, like the rule itself.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from ..core.records import Coverage, Evidence, Support, SupportVerdict
 from .lexical import GROUNDED_UNIT, ContextLike, _terms, _union_terms, _unit_rows
@@ -34,6 +39,18 @@ MISSING_WORDS = 8  # at most this many missing words per unit or fact
 _SEP_RE = re.compile(r"[-/–—]")  # noqa: RUF001 (the dashes match_terms splits at)
 
 
+_R = TypeVar("_R", bound=BaseModel)
+
+
+def _record(cls: type[_R], **values: Any) -> _R:
+    """``cls(**values)`` with an empty fields-set: a scored conversation holds several of these
+    per turn until the end of the run, and the set of the given field names was a third of
+    each one's size (nothing reads a record's fields-set; equality and JSON ignore it)."""
+    record = cls(**values)
+    object.__setattr__(record, "__pydantic_fields_set__", set())  # BaseModel's own attribute
+    return record
+
+
 def verdict_of(score: float) -> SupportVerdict:
     """The lexical rule's verdict on a unit's support."""
     if score >= GROUNDED_UNIT - 1e-9:
@@ -41,7 +58,10 @@ def verdict_of(score: float) -> SupportVerdict:
     return "partial" if score >= PARTIAL_SUPPORT - 1e-9 else "unsupported"
 
 
+@lru_cache(maxsize=8192)
 def _clip(text: str, n: int = SPAN_CHARS) -> str:
+    """(Cached: a span is a sentence of a retrieved context, and contexts repeat across
+    conversations, so their spans are one string each, not one per turn held.)"""
     t = " ".join(text.split())
     return t if len(t) <= n else t[: n - 1] + "…"
 
@@ -54,7 +74,7 @@ def _words(text: str, terms: frozenset[str]) -> list[str]:
         t = match_terms(word)
         if t and t[0] in terms and t[0] not in seen:
             seen.add(t[0])
-            out.append(word)
+            out.append(sys.intern(word))
             if len(out) == MISSING_WORDS:
                 break
     return out
@@ -62,11 +82,14 @@ def _words(text: str, terms: frozenset[str]) -> list[str]:
 
 def _locate(answer: str, unit: str, start: int) -> tuple[int, int] | None:
     """Where ``unit`` stands in ``answer`` at or after ``start`` (citation markers and spacing may differ)."""
+    at = answer.find(unit, start)
+    if at >= 0:
+        return at, at + len(unit)
     words = unit.split()
     if not words:
         return None
-    pattern = r"(?:\s|\[[^\]\n]{0,80}\])+".join(re.escape(w) for w in words)
-    m = re.compile(pattern).search(answer, start) or re.compile(pattern).search(answer)
+    pattern = re.compile(r"(?:\s|\[[^\]\n]{0,80}\])+".join(re.escape(w) for w in words))
+    m = pattern.search(answer, start) or pattern.search(answer)
     return (m.start(), m.end()) if m else None
 
 
@@ -111,10 +134,10 @@ def support_units(
             cid, span, shared = _best_context(terms, ctxs)
             source = "context" if shared else "none"
             held = terms & ctx
-        out.append(Support(
-            text=unit, start=None if where is None else where[0], end=None if where is None else where[1],
+        out.append(_record(
+            Support, text=unit, start=None if where is None else where[0], end=None if where is None else where[1],
             score=score, weight=float(len(terms)), verdict=verdict_of(score), by=source,
-            context_id=cid, span=span, missing=_words(unit, terms - held),
+            context_id=cid, span=span, missing=_words(unit, terms - held), rule="lexical",
         ))
     return out
 
@@ -143,7 +166,8 @@ def reference_coverage(answer: str | None, ground_truth: str) -> list[Coverage]:
     for sentence in split_sentences(ground_truth):
         terms = _terms(sentence)
         if terms:
-            out.append(Coverage(text=sentence, covered=len(terms & have) / len(terms), missing=_words(sentence, terms - have)))
+            out.append(_record(Coverage, text=sentence, covered=len(terms & have) / len(terms),
+                               missing=_words(sentence, terms - have)))
     return out
 
 
@@ -152,4 +176,5 @@ def turn_evidence(
 ) -> Evidence:
     """The evidence of one turn: its units' support (against the contexts and the
     conversation so far, as the gated faithfulness) and the reference's coverage."""
-    return Evidence(support=support_units(answer, contexts, conversation), reference=reference_coverage(answer, ground_truth))
+    return _record(Evidence, support=support_units(answer, contexts, conversation),
+                   reference=reference_coverage(answer, ground_truth))

@@ -145,7 +145,9 @@ def score_turn_evidence(
         "citation_rate": citation_ok(turn),
         "answer_attempt_rate": _attempted(turn),
     }
-    return scores, Evidence(support=units, reference=reference_coverage(answer, gt) if has_gt else [])
+    evidence = Evidence(support=units, reference=reference_coverage(answer, gt) if has_gt else [])
+    object.__setattr__(evidence, "__pydantic_fields_set__", set())  # held until the end of the run: see evidence._record
+    return scores, evidence
 
 
 def _attempted(turn: Turn) -> float:

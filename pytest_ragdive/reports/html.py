@@ -1,18 +1,21 @@
 """report.html: one self-contained page that renders a :class:`RunOutcome`.
 
 Inline CSS, inline SVG charts and a few lines of inline JavaScript (the
-verdict filter); no external resource of any kind, and a Content-Security-Policy
-that forbids loading one, so the page reads the same offline, from a CI
-artifact. Every text that came from a run (questions, answers, contexts, judge
-reasons, errors) is untrusted and escaped.
+verdict filter, opening a linked conversation); no external resource of any
+kind, and a Content-Security-Policy that forbids loading one, so the page reads
+the same offline, from a CI artifact. Every text that came from a run
+(questions, answers, contexts, judge reasons, errors) is untrusted and escaped.
 
-Sections: the status and where the numbers come from, the gate table, the
-metrics, per-turn-index curves of each turn-level metric (does quality fall as
-the conversation goes on?), metrics by question type and by role, the
-validator's counts, any further result the outcome carries (the sharded
-diagnosis's decomposition, rendered from its typed field), the LLM cost, and
-every conversation (worst first, filterable by verdict) with its turns,
-contexts, scores and judge reasons.
+Sections: the verdict line and where the numbers come from; the gate, verdict
+first, and what got worse and where (:mod:`.html_gate`); the metrics by
+dimension; per-turn-index curves of each turn-level metric (does quality fall
+as the conversation goes on?); metrics by question type and by role; the
+validator's counts; any further result the outcome carries (the sharded
+diagnosis's decomposition, rendered from its typed field); the LLM cost; and
+the conversations, worst first and filterable by verdict (:mod:`.html_conv`:
+evidence in the answers, the baseline's answers beside today's). A large run
+shows the worst ``WORST`` in full and lists the rest, each in full on a page of
+``PAGE`` (``report-conversations-N.html``, the same page layout).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from .html_bits import f as _f
 from .html_bits import table as _table
 from .html_bits import td as _td
 from .html_conv import conversation_body, conversation_html
-from .html_gate import gate_section, worse_section
+from .html_gate import gate_section, jump_links, worse_section
 from .text import by_dimension, status_text
 
 __all__ = ["conversation_body", "iter_html", "render_html", "write_html"]
@@ -88,7 +91,7 @@ def _header(outcome: RunOutcome, title: str) -> str:
     if not info.completed:
         bits.append("interrupted")
     out = [f"<h1>{e(title)} {_badge(outcome.status.value)}</h1>",
-           f'<p class="headline {_tone(outcome)}">{e(status_text(outcome))}</p>',
+           f'<p class="headline {_tone(outcome)}">{e(status_text(outcome))}</p>', jump_links(outcome),
            f'<p class="meta">{e(" · ".join(bits))}</p>']
     if outcome.baseline_path:
         out.append(f'<p class="meta">baseline written to {e(outcome.baseline_path)}</p>')

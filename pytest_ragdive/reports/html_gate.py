@@ -80,6 +80,19 @@ def row_fields(r: GateRow) -> list[tuple[str, str]]:
     return out
 
 
+def row_id(r: GateRow) -> str:
+    return f"row-{cls(r.suite)}-{cls(r.metric)}"
+
+
+def jump_links(outcome: RunOutcome) -> str:
+    """Links to the failed rows, under the verdict line."""
+    bad = sorted_rows(outcome.regressions())
+    if not bad:
+        return ""
+    links = " · ".join(f'<a href="#{row_id(r)}">{e(r.suite)}/{e(r.metric)}</a>' for r in bad)
+    return f'<p class="jump">failed: {links} · <a href="#worse">what got worse, and where</a></p>'
+
+
 def _per_conversation(metric: str) -> bool:
     return metric in METRICS and METRICS[metric].level == "conversation"
 
@@ -101,7 +114,7 @@ def _row(r: GateRow, found: list[Culprit]) -> str:
             where_html = ('<div class="where">worst: ' + ", ".join(f"{_link(c)} ({f(c.value, '.2f')})" for c in found[:3])
                           + (' <a href="#worse">(more below)</a>' if len(found) > 3 else "") + "</div>")
     return (
-        f'<tr class="{css}" data-metric="{e(r.metric)}" data-verdict="{e(r.verdict)}">'
+        f'<tr class="{css}" id="{row_id(r)}" data-metric="{e(r.metric)}" data-verdict="{e(r.verdict)}">'
         f"<td>{e(r.suite)}</td><td>{e(r.metric)} {ARROW[r.direction]}</td><td class=\"num\">{e(r.band_text)}</td>"
         f'<td class="num">{e(f(r.current))}{ci}</td><td class="num">{e(r.delta_text)}</td>'
         f'<td class="verdict">{badge(r.verdict)}</td>'
