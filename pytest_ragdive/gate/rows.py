@@ -49,6 +49,12 @@ RANGES: dict[str, tuple[float, float]] = {
 }
 
 
+def clipped(metric: str, low: float, high: float) -> tuple[float, float]:
+    """A band as shown: clipped to the metric's range (``RANGES``; unknown metrics as they are)."""
+    lo, hi = RANGES.get(metric, (-math.inf, math.inf))
+    return min(max(low, lo), hi), max(min(high, hi), lo)
+
+
 def num(x: float | None, digits: int = 2) -> str:
     """A number for people: ``digits`` decimals from 0.1 up, else ``digits`` significant digits
     (0.36, 0.031, 0.0016; no -0)."""
@@ -112,8 +118,8 @@ class GateRow(BaseModel):
         """The band, clipped to the metric's range (a share's band never reads below 0 or above 1)."""
         if self.band_low is None or self.band_high is None:
             return "n/a"
-        lo, hi = RANGES.get(self.metric, (-math.inf, math.inf))
-        return f"[{min(max(self.band_low, lo), hi):.4f}, {max(min(self.band_high, hi), lo):.4f}]"
+        low, high = clipped(self.metric, self.band_low, self.band_high)
+        return f"[{low:.4f}, {high:.4f}]"
 
     @property
     def delta_text(self) -> str:

@@ -31,6 +31,9 @@ def test_bands_are_clipped_to_the_metrics_range() -> None:
     assert row(metric="sharded_gap", direction="lower", band_low=-1.2, band_high=0.05).band_text == "[-1.0000, 0.0500]"
     assert row(metric="my_latency", band_low=-0.5, band_high=3.0).band_text == "[-0.5000, 3.0000]"  # unknown range: as is
     assert row(band_low=-0.05).band_low == -0.05  # the verdict's band is untouched
+    from pytest_ragdive.gate.diff import fmt_band
+
+    assert fmt_band(bm, "forgetfulness") == "[0.0000, 0.0500]" and fmt_band(bm) == "[-0.0500, 0.0500]"  # baseline show/diff
 
 
 def test_detectable_says_any_change_or_n_a() -> None:
