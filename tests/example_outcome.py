@@ -41,17 +41,19 @@ def hostile(bot: Any, raise_on: str | None = None) -> Any:
 
 
 def example_outcome(
-    history: str = "none", suite: str = "core", gate: bool = True, markup: bool = True, raise_on: str | None = None
+    history: str = "none", suite: str = "core", gate: bool = True, markup: bool = True, raise_on: str | None = None,
+    reader: str | None = None,
 ) -> RunOutcome:
     """The example's suite, ended by :func:`conclude` against its committed baseline
-    (or ungated), with the bot's history policy set (and, with ``markup``, markup
-    in every first answer)."""
+    (or ungated), with the bot's history policy and reader set (and, with ``markup``,
+    markup in every first answer); ``reader`` None: the environment's (EXAMPLE_RAG_READER)."""
     from example_rag import make_bot
 
     cfg = load_config(EXAMPLE / "pyproject.toml")
     cfg.suite = suite
+    cfg.baseline = str(EXAMPLE / "baseline.json") if gate else None  # (its answers file lies beside it)
     convs: list[Conversation] = []
-    bot = make_bot(history=history)
+    bot = make_bot(history=history, **({"reader": reader} if reader else {}))
     run_suite(hostile(bot, raise_on) if markup else bot, cfg, suite, conversations=convs)
     baseline = load_baseline(EXAMPLE / "baseline.json") if gate else None
     facts = RunFacts(planned=len(convs), notes=["a note with <b>markup</b>"])

@@ -296,6 +296,58 @@ class GeneratedSpec(Record):
     seed: int
 
 
+# --------------------------------------------------------------------------
+# evidence: why a turn scored as it did (what the reports quote and highlight)
+
+SupportVerdict = Literal["supported", "partial", "unsupported"]
+
+
+class Support(Record):
+    """One asserted unit of an answer (a clause, citation markers stripped) and what supports it.
+
+    Whatever rule decides support fills it (the lexical rule of
+    :func:`pytest_ragdive.metrics.lexical.support_units`; a semantic rule the same way):
+    ``score`` is the unit's support in [0, 1] and ``weight`` its weight in the answer's
+    faithfulness, which is ``sum(weight * score) / sum(weight)`` over the units
+    (:func:`pytest_ragdive.metrics.lexical.weighted_support`). ``by`` says where the best
+    support came from, ``context_id`` and ``span`` which retrieved context (or earlier
+    conversation text) and which of its sentences."""
+
+    text: str
+    start: int | None = None  # the unit's characters in the answer; None when it is not there verbatim
+    end: int | None = None
+    score: float
+    weight: float = 1.0
+    verdict: SupportVerdict
+    by: Literal["context", "conversation", "none"] = "none"
+    context_id: str | None = None
+    span: str = ""  # the matched text (a sentence of that context, or the conversation text), clipped
+    missing: list[str] = Field(default_factory=list)  # words of the unit no source holds (at most 8)
+    rule: str = "lexical"
+
+
+class Coverage(Record):
+    """One fact of the reference answer (a sentence of the ground truth) and how much of it the answer states."""
+
+    text: str
+    covered: float  # share of its terms the answer's asserted units state
+    missing: list[str] = Field(default_factory=list)  # its words the answer does not state (at most 8)
+
+
+class Evidence(Record):
+    """The offline scorer's evidence for one turn: each asserted unit's support (faithfulness)
+    and each reference fact's coverage (correctness). Judged metrics keep their judge's
+    reason in ``Turn.verdicts``."""
+
+    support: list[Support] = Field(default_factory=list)
+    reference: list[Coverage] = Field(default_factory=list)
+
+    def worst(self) -> Support | None:
+        """The unit with the least support that weighs most (None when every unit is supported)."""
+        bad = [u for u in self.support if u.verdict != "supported"]
+        return min(bad, key=lambda u: (u.score, -u.weight)) if bad else None
+
+
 class Turn(Record):
     """One user turn and, once run, the target's answer and the turn's scores."""
 
@@ -319,6 +371,7 @@ class Turn(Record):
     flags: list[str] = Field(default_factory=list)
     generation: TurnGeneration | None = None  # generated turns: how the simulator produced it
     sharded: ShardedTurn | None = None  # sharded diagnosis: shards stated, response class, extracted answer
+    evidence: Evidence | None = None  # offline scoring: why faithfulness and correctness scored as they did
     meta: dict[str, Any] = Field(default_factory=dict)  # free for users; the plugin never reads it
 
     @property

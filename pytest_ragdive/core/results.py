@@ -136,6 +136,41 @@ class GoldenFile(Record):
     cases: dict[str, str] = Field(default_factory=dict)
 
 
+class AnswerTurn(Record):
+    """One turn of a recorded conversation: the answer (clipped) and its gated metrics' values."""
+
+    answer: str | None = None
+    scores: dict[str, float | None] = Field(default_factory=dict)
+
+
+class AnswerConversation(Record):
+    """One conversation of the run a baseline kept the answers of."""
+
+    run: int = 0
+    turns: list[AnswerTurn] = Field(default_factory=list)
+    scores: dict[str, float | None] = Field(default_factory=dict)  # per gated metric: the conversation's value
+    flags: dict[str, list[str]] = Field(default_factory=dict)  # turn number (1-based) -> its flags ("forgetful")
+
+
+class BaselineAnswers(Record):
+    """The answers of one recorded run, per suite and conversation id: the sibling file a
+    baseline names (gzip-compressed JSON, bounded: :mod:`pytest_ragdive.gate.answers`)."""
+
+    format_version: int = 1
+    run: int = 0
+    suites: dict[str, dict[str, AnswerConversation]] = Field(default_factory=dict)
+    left_out: int = 0  # conversations not kept (the file's bound)
+
+
+class AnswersRef(Record):
+    """Where a baseline keeps the answers of one of its runs."""
+
+    file: str  # relative to the baseline file's folder
+    sha256: str  # of the compressed file
+    run: int = 0
+    conversations: int = 0
+
+
 class Baseline(Record):
     """The file that ``--ragdive-baseline`` reads and ``--ragdive-update-baseline`` writes."""
 
@@ -160,3 +195,4 @@ class Baseline(Record):
     golden: dict[str, dict[str, GoldenFile]] = Field(default_factory=dict)
     # the metrics it holds that are not built in (a team's own, rubric judges); left out of the file when none
     custom_metrics: dict[str, CustomMetric] = Field(default_factory=dict)
+    answers: AnswersRef | None = None  # the answers of one recorded run (a sibling file)

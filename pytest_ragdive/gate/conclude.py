@@ -52,7 +52,13 @@ def conclude(
 ) -> RunOutcome:
     """Decide the run. ``baseline`` is the baseline to gate against or, when
     ``cfg.update_baseline``, the existing file's content (suites this run does
-    not cover keep their stored values), or None."""
+    not cover keep their stored values), or None. The config's metrics (its own and
+    its rubric judges besides the built-ins: ``cfg.metrics``) are the ones it decides on."""
+    with cfg.metrics.active():
+        return _conclude(conversations, cfg, baseline, facts)
+
+
+def _conclude(conversations: Sequence[Conversation], cfg: RagdiveConfig, baseline: Baseline | None, facts: RunFacts) -> RunOutcome:
     from ..metrics.aggregate import aggregate
     from .baseline import baseline_note, build_baseline
     from .rows import check, where_recorded
@@ -129,6 +135,7 @@ def conclude(
             )
             golden = {**(existing.golden if existing is not None else {}), **facts.golden}
             out.baseline = built.model_copy(update={"golden": {s: golden[s] for s in sorted(golden) if s in built.suites}})
+            _record_answers(out, cfg, existing, convs)
             if baseline is not None:
                 from .diff import diff_baselines
 
@@ -178,10 +185,13 @@ def conclude(
         else:
             out.gate = rows
             out.status = (
-                GateStatus.FAILED if any(r.failed for r in rows)
+                GateStatus.NO_DATA if all(r.current is None for r in rows)
+                else GateStatus.FAILED if any(r.failed for r in rows)
                 else GateStatus.INCONCLUSIVE if any(r.verdict == "inconclusive" for r in rows)  # gate.inconclusive = "pass"
                 else GateStatus.PASSED
             )
+            if out.status.fails and baseline.answers is not None and cfg.baseline:
+                _compare_answers(out, baseline, cfg.path(cfg.baseline), notes)
             if out.status is GateStatus.PASSED and not facts.completed:
                 # Ctrl-C, -x, the deadline: what finished is shown, but it passes nothing
                 out.status = GateStatus.SUBSET
@@ -190,6 +200,35 @@ def conclude(
         out.status = GateStatus.FAILED
     out.notes = notes
     return out
+
+
+def _record_answers(out: RunOutcome, cfg: RagdiveConfig, existing: Baseline | None, convs: Sequence[Conversation]) -> None:
+    """Keep the answers of one run beside the baseline to write (suites this run did not
+    cover keep the answers the existing file kept)."""
+    from .answers import answers_ref, build_answers, load_answers
+
+    assert out.baseline is not None and cfg.baseline is not None
+    answers = build_answers(convs, {s: sorted(cfg.gated_metrics(s)) for s in out.suites})
+    if existing is not None:
+        old, _ = load_answers(existing, cfg.path(cfg.baseline))
+        for suite, kept in (old.suites.items() if old is not None else ()):
+            if suite in out.baseline.suites and suite not in answers.suites:
+                answers.suites[suite] = kept
+    answers.suites = dict(sorted(answers.suites.items()))
+    out.recorded_answers = answers
+    out.baseline.answers = answers_ref(cfg.path(cfg.baseline), answers)
+
+
+def _compare_answers(out: RunOutcome, baseline: Baseline, path: Path, notes: list[str]) -> None:
+    """A failed gate: the baseline answers (the file beside ``path``) of the conversations
+    that pull a failed metric down."""
+    from .answers import compared, load_answers
+
+    answers, note = load_answers(baseline, path)
+    if note:
+        notes.append(note)
+    if answers is not None:
+        out.baseline_answers = compared(out.gate or [], out.conversations, answers)
 
 
 def _generated_stats(out: RunOutcome) -> None:
@@ -223,6 +262,10 @@ def publish(
 
         assert cfg.baseline is not None
         path = cfg.path(cfg.baseline)
+        if outcome.recorded_answers is not None:  # first: the baseline never names a file not there
+            from .answers import write_answers
+
+            write_answers(path, outcome.recorded_answers)
         write_baseline(path, outcome.baseline)
         outcome.baseline_path = str(path)
     if not cfg.report_dir or not outcome.conversations:

@@ -18,10 +18,13 @@ Change = Literal["added", "removed", "changed", "unchanged"]
 PROVENANCE = ("backend", "judge_models", "config_hash", "plugin_version", "format_version")
 
 
-def fmt_band(bm: BaselineMetric | None) -> str:
+def fmt_band(bm: BaselineMetric | None, metric: str = "") -> str:
+    """The band as shown (clipped to ``metric``'s range when named: a share never reads below 0)."""
     if bm is None:
         return "-"
-    low, high = bm.band()
+    from .rows import clipped
+
+    low, high = clipped(metric, *bm.band())
     return f"[{low:.4f}, {high:.4f}]"
 
 
@@ -48,7 +51,7 @@ class MetricChange(BaseModel):
         if "mean" in self.moved:
             parts.append(f"mean {self.new.mean - self.old.mean:+.4f}")
         if "band" in self.moved:
-            parts.append(f"band {fmt_band(self.old)} -> {fmt_band(self.new)}")
+            parts.append(f"band {fmt_band(self.old, self.metric)} -> {fmt_band(self.new, self.metric)}")
         if "runs" in self.moved:
             parts.append(f"runs {self.old.runs} -> {self.new.runs}")
         if "tolerance" in self.moved:

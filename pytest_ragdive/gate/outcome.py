@@ -9,15 +9,21 @@ the gate rows and the notes are all here.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from enum import StrEnum
+from typing import ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.records import Conversation, JudgeCalls, ValidationStats
-from ..core.results import Baseline, CustomMetric, SuiteResult
+from ..core.results import AnswerConversation, Baseline, BaselineAnswers, CustomMetric, SuiteResult
 from ..llm.stats import LLMStats
 from .diff import BaselineDiff
 from .rows import GateRow
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class GateStatus(StrEnum):
@@ -26,6 +32,7 @@ class GateStatus(StrEnum):
     PASSED = "passed"  # every gated metric passed
     FAILED = "failed"  # a regression, a gated metric without a value, a fatal error, an errored conversation
     INCONCLUSIVE = "inconclusive"  # the evidence could not tell (see the gate's inconclusive policy)
+    NO_DATA = "no_data"  # no gated metric had a value (nothing to compare: fails, never "N of M out of band")
     NOT_GATED = "not_gated"  # no baseline: metrics shown, nothing decided
     SUBSET = "subset"  # only a subset ran (-k, --lf, deselection): reported, not decided
     SHARD = "shard"  # one shard of a split suite: reported, decided by the gate command
@@ -35,7 +42,7 @@ class GateStatus(StrEnum):
 
     @property
     def fails(self) -> bool:
-        return self in (GateStatus.FAILED, GateStatus.BASELINE_REFUSED)
+        return self in (GateStatus.FAILED, GateStatus.NO_DATA, GateStatus.BASELINE_REFUSED)
 
 
 class RunInfo(BaseModel):
@@ -69,6 +76,9 @@ class RunOutcome(BaseModel):
     baseline: Baseline | None = None  # the baseline to write (update runs)
     baseline_path: str | None = None  # where it was written, once written
     baseline_diff: BaselineDiff | None = None  # the update against the file it replaces (None: no file)
+    recorded_answers: BaselineAnswers | None = None  # update runs: the answers file to write beside the baseline
+    # failed gates: the baseline's answers of the conversations that pull a failed metric the wrong way ("suite::id")
+    baseline_answers: dict[str, AnswerConversation] = Field(default_factory=dict)
     llm: LLMStats | None = None
     judge_calls: JudgeCalls | None = None
     validation: dict[str, ValidationStats] = Field(default_factory=dict)  # generated suites
@@ -89,3 +99,22 @@ class RunOutcome(BaseModel):
 
     def improvements(self) -> list[GateRow]:
         return [r for r in self.gate or [] if r.verdict == "improvement"]
+
+
+def rendering(fn: Callable[P, R]) -> Callable[P, R]:
+    """A report renderer that reads the metrics of the outcome it is given: the running
+    registry with the outcome's own metrics (``custom_metrics``) adopted, so that a report
+    drawn outside the session that decided it (a script, ``ragdive report``) knows their
+    direction and dimension."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        outcome = next((a for a in (*args, *kwargs.values()) if isinstance(a, RunOutcome)), None)
+        if outcome is None or not outcome.custom_metrics:
+            return fn(*args, **kwargs)
+        from ..metrics.registry import active_registry
+
+        with active_registry().adopted(cm.spec(n) for n, cm in outcome.custom_metrics.items()).active():
+            return fn(*args, **kwargs)
+
+    return wrapper

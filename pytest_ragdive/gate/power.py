@@ -29,13 +29,15 @@ class Power(BaseModel):
 
 
 class Moved(BaseModel):
-    """One conversation that got worse: its drop and its share of the mean drop."""
+    """One conversation that got worse: its drop, its contribution to the mean drop and
+    its share of the total drop of the conversations that got worse (shares sum to at most 1)."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str
     drop: float
     contribution: float
+    share: float = 0.0
 
 
 def _noise_sums(baseline: Table) -> tuple[float, float, float] | None:
@@ -121,4 +123,7 @@ def worse(p: Pairing, limit: int = 5) -> list[Moved]:
     if w <= 0:
         return []
     rows = [Moved(id=k, drop=d, contribution=d * x / w) for k, d, x in zip(p.ids, p.drops, p.weights, strict=True) if d > EPS]
+    total = sum(r.contribution for r in rows)
+    for r in rows:
+        r.share = r.contribution / total
     return sorted(rows, key=lambda r: (-r.contribution, r.id))[:limit]

@@ -53,6 +53,35 @@ def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric], wh
         m: t for m, t in gate.items()
         if m in stored or not (m in optional or (m in METRICS and METRICS[m].gated_where_recorded))
     }
+WORSE_LISTED = 10  # conversations that got worse, kept per row (largest contribution first)
+
+# the range of the built-in metrics' values, where the reports clip a band to it (a band
+# [-0.05, 0.05] of a share reads [0, 0.05]): every built-in is a share in [0, 1] but the
+# gap of the sharded diagnosis, a difference of two; a team's own metric is not clipped
+RANGES: dict[str, tuple[float, float]] = {"sharded_gap": (-1.0, 1.0)}
+
+
+def clipped(metric: str, low: float, high: float) -> tuple[float, float]:
+    """A band as shown: clipped to the metric's range (``RANGES``, else [0, 1] for a built-in;
+    a team's own metric as it is)."""
+    builtin = metric in METRICS and METRICS[metric].kind == "builtin"
+    lo, hi = RANGES.get(metric, (0.0, 1.0) if builtin else (-math.inf, math.inf))
+    return min(max(low, lo), hi), max(min(high, hi), lo)
+
+
+def num(x: float | None, digits: int = 2) -> str:
+    """A number for people: ``digits`` decimals from 0.1 up, else ``digits`` significant digits
+    (0.36, 0.031, 0.0016; no -0)."""
+    if x is None:
+        return "n/a"
+    if abs(x) < 1e-12:
+        return f"{0:.{digits}f}"
+    return f"{x:.{digits}f}" if abs(x) >= 0.1 else f"{x:.{digits}g}"
+
+
+def pct(q: float) -> str:
+    """A confidence level as people write it (0.95 -> "95%", 0.9983 -> "99.8%")."""
+    return f"{round(q * 100, 1):g}%"
 
 
 def pairable(metric: str) -> bool:
@@ -71,6 +100,8 @@ class GateRow(BaseModel):
     current: float | None
     delta: float | None
     verdict: Verdict
+    ci_low: float | None = None  # the current value's 95% CI (over conversations)
+    ci_high: float | None = None
     # the paired test (gate.method = "band+paired" and a format-2 baseline)
     method: Method = "band"
     band_verdict: Verdict | None = None  # the band's verdict alone
@@ -98,12 +129,76 @@ class GateRow(BaseModel):
 
     @property
     def band_text(self) -> str:
-        return "n/a" if self.band_low is None or self.band_high is None else f"[{self.band_low:.4f}, {self.band_high:.4f}]"
+        """The band, clipped to the metric's range (a share's band never reads below 0 or above 1)."""
+        if self.band_low is None or self.band_high is None:
+            return "n/a"
+        low, high = clipped(self.metric, self.band_low, self.band_high)
+        return f"[{low:.4f}, {high:.4f}]"
 
     @property
     def delta_text(self) -> str:
         # round first, and + 0.0, so that a tiny negative difference prints as +0.0000
         return "n/a" if self.delta is None else f"{round(self.delta, 4) + 0.0:+.4f}"
+
+    @property
+    def current_text(self) -> str:
+        """The current value with its 95% CI, e.g. ``0.6123 [0.55, 0.67]``."""
+        if self.current is None:
+            return "n/a"
+        ci = "" if self.ci_low is None or self.ci_high is None else f" [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+        return f"{self.current:.4f}{ci}"
+
+    @property
+    def detectable_text(self) -> str:
+        """The smallest drop the paired test detects at 80% power: "any change" when the
+        baseline runs repeat exactly (no spread), "n/a" without the paired test or the spread."""
+        pw = self.power
+        if pw is None or pw.mdr is None:
+            return "n/a"
+        if pw.mdr <= EPS:
+            return "any change"
+        return f"{pw.mdr:.3g}" + (" (larger than the tolerance)" if pw.too_small else "")
+
+    @property
+    def reason(self) -> str:
+        """Why the row has its verdict, in one line of plain words."""
+        if self.verdict == "not in baseline":
+            return "the baseline has no value for this metric: record it with --ragdive-update-baseline"
+        if self.verdict == "no data":
+            return "no conversation had a value for this metric in this run (no case it applies to, or all errored)"
+        worse_word = "below" if self.direction == "higher" else "above"
+        edge = self.band_low if self.direction == "higher" else self.band_high
+        if self.verdict == "improvement":
+            return (f"{num(self.current, 3)} is better than every baseline run by more than the tolerance "
+                    f"{self.tolerance:g}: consider --ragdive-update-baseline")
+        p = self.paired
+        if p is None:
+            if self.verdict == "regression":
+                zero = ": zero tolerance" if self.tolerance == 0 else ""
+                return f"{num(self.current, 3)} is {worse_word} the band (limit {num(edge, 3)}){zero}"
+            return f"{num(self.current, 3)} is within the band (limit {num(edge, 3)})"
+        over = f"over {p.n} conversation{'s' if p.n != 1 else ''}" + (f" x {self.runs} runs" if self.runs > 1 else "")
+        tol = f"tolerance {self.tolerance:g}"
+        if p.noise_free:
+            cmp = ">" if p.drop > self.tolerance + EPS else "≤"
+            return f"paired drop {num(p.drop)} {cmp} {tol} (exact: the runs repeat), {over}"
+        lower, upper = f"{pct(1 - p.level)} bound", f"{pct(1 - p.alpha)} bound"
+        if self.verdict == "regression":
+            if p.low > self.tolerance + EPS:
+                return f"paired drop {num(p.drop)}, {lower} {num(p.low)} > {tol}, {over}"
+            return f"paired drop {num(p.drop)}, {lower} {num(p.low)} > 0 and the value is {worse_word} the band, {over}"
+        if self.verdict == "pass":
+            if p.within:
+                return f"paired drop {num(p.drop)}, {upper} {num(p.high)} ≤ {tol}, {over}"
+            return f"paired drop {num(p.drop)} is not significant ({lower} {num(p.low)}) and the value is in the band, {over}"
+        text = f"paired drop {num(p.drop)} between {num(p.low)} and {num(p.high)}: cannot tell against {tol}, {over}"
+        if self.wants_rerun:
+            return text + "; rerunning"
+        text += f"; still undecided after {self.look} rerun(s)" if self.look else ""
+        pw = self.power
+        needs = [] if pw is None else [f"{pw.conversations_needed} conversations"] * bool(pw.conversations_needed) + [
+            f"{pw.runs_needed} runs per PR"] * bool(pw.runs_needed)
+        return text + (f" (deciding needs {' or '.join(needs)})" if needs else "")
 
     @property
     def paired_text(self) -> str:
@@ -132,6 +227,8 @@ class GateRow(BaseModel):
             return ""
         if pw.mdr is None:
             return "detectable drop unknown (one baseline run: record it with --ragdive-runs=3 or more)"
+        if pw.mdr <= EPS:
+            return f"detects any change (the baseline runs repeat exactly; tolerance {self.tolerance:g})"
         text = f"detects a drop of {pw.mdr:.4f} at 80% power (tolerance {self.tolerance:g})"
         if pw.too_small:
             needs = [f"{pw.conversations_needed} conversations"] if pw.conversations_needed else []
@@ -256,6 +353,9 @@ def check(
         mine = []
         for metric, tol in suite_gate.items():
             row = gate_row(suite, metric, res.value(metric), stored.get(metric), tol, improvement, improvement_delta)
+            mv = res.metrics.get(metric)
+            if mv is not None:
+                row.ci_low, row.ci_high = mv.ci_low, mv.ci_high
             row.look, row.looks, row.on_inconclusive = look, looks, on_inconclusive
             mine.append(row)
         if method == "band+paired" and all_convs:
@@ -293,4 +393,4 @@ def paired_rows(
         r.verdict = decide(r.verdict, res.significant, res.within, res.drop, r.tolerance, more)  # type: ignore[arg-type]
         r.power = power(bases[r.metric], r.tolerance, alpha, metrics=max(1, sum(not t.noise_free for t in tested.values())))
         r.unstable = unstable(spread(bases[r.metric]), unstable_spread)
-        r.worse = worse(pairings[r.metric])
+        r.worse = worse(pairings[r.metric], limit=WORSE_LISTED)

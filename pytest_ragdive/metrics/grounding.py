@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from .evidence import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
+from .windows import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
 
 __all__ = [
     "CORRECTNESS_THRESHOLD",

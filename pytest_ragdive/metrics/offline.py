@@ -30,8 +30,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.records import Context, Conversation, Turn, Verdict
+from ..core.records import Context, Conversation, Evidence, Turn, Verdict
 from ..core.stats import mean
+from .evidence import turn_evidence
 from .grounding import (
     COVERAGE_RULE,
     LEXICAL_COVERAGE,
@@ -66,6 +67,8 @@ __all__ = [
     "safety_failures",
     "score_conversation",
     "score_turn",
+    "score_turn_evidence",
+    "score_turn_evidence",
     "user_statements",
 ]
 
@@ -179,15 +182,31 @@ def score_turn(
     falls back to lexical relevance); ``k`` cuts recall_at_k and ndcg_at_k (None: all
     retrieved documents). Nothing on the turn is changed.
     """
+    return score_turn_evidence(turn, k=k, conversation=conversation, grounding=grounding, verdicts=verdicts, pii=pii)[0]
+
+
+def score_turn_evidence(
+    turn: Turn,
+    *,
+    k: int | None = None,
+    conversation: Sequence[str] = (),
+    grounding: Grounding = DEFAULT_GROUNDING,
+    verdicts: dict[str, Verdict] | None = None,
+    pii: PiiCheck = DEFAULT_PII,
+) -> tuple[dict[str, float | None], Evidence | None]:
+    """:func:`score_turn` and the turn's evidence (None when the turn was not run): each
+    asserted unit's support by the same rule, whose ``weighted_support`` is the offline
+    ``faithfulness`` (a model tier's rescore aside: its verdict says so), and the
+    reference's coverage (:mod:`.evidence`)."""
     if turn.answer is None:
-        return dict.fromkeys(TURN_METRICS)
+        return dict.fromkeys(TURN_METRICS), None
     answer = turn.answer
     gt = turn.ground_truth
     has_gt = bool(tokens(gt))
     ids = distinct_source_ids(turn.contexts)
     rel = turn.relevant_doc_ids
     g = grounding
-    return {
+    scores = {
         "answer_f1": answer_f1(answer, gt) if has_gt else None,
         "exact_match": exact_match(answer, gt) if has_gt else None,
         "correctness": correctness(answer, gt, g.coverage) if has_gt else None,
@@ -202,6 +221,7 @@ def score_turn(
         "citation_rate": citation_ok(turn),
         "answer_attempt_rate": _attempted(turn),
     }
+    return scores, turn_evidence(answer, turn.contexts, conversation, gt if has_gt else "", g.support, g.coverage)
 
 
 def _attempted(turn: Turn) -> float:
@@ -234,7 +254,8 @@ def score_conversation(
     """Score one conversation in place (idempotent).
 
     - every turn: ``turn.scores.update(score_turn(turn, k=k, conversation=...))`` with the
-      turn's ``conversation_support`` (the model tier's verdicts, if any, in ``turn.verdicts``);
+      turn's ``conversation_support`` (the model tier's verdicts, if any, in ``turn.verdicts``), and
+      ``turn.evidence`` (``score_turn_evidence``);
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
       ``pii``: the personal-data detectors and the suite's allow-list;
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
@@ -244,9 +265,10 @@ def score_conversation(
     """
     supports = conversation_supports(conv.turns, grounding.support)
     for turn, support in zip(conv.turns, supports, strict=True):
-        turn.scores.update(
-            score_turn(turn, k=k, conversation=support, grounding=grounding, verdicts=turn.verdicts, pii=pii)
+        scores, turn.evidence = score_turn_evidence(
+            turn, k=k, conversation=support, grounding=grounding, verdicts=turn.verdicts, pii=pii
         )
+        turn.scores.update(scores)
     for msg in safety_failures(conv, pii):
         if msg not in conv.failures:
             conv.failures.append(msg)

@@ -28,7 +28,7 @@ def show_lines(b: Baseline, markdown: bool = False) -> list[str]:
     for suite, metrics in b.suites.items():
         for name, bm in metrics.items():
             rows.append([suite, name + _arrow(bm), f"{bm.mean:.4f}", f"{bm.std:.4f}", f"{bm.min:.4f}", f"{bm.max:.4f}",
-                         f"{bm.tolerance:g}", fmt_band(bm), str(bm.runs)])
+                         f"{bm.tolerance:g}", fmt_band(bm, name), str(bm.runs)])
     return lines + _rows_table(["suite", "metric", "mean", "std", "min", "max", "tol", "band", "runs"], rows, markdown)
 
 
@@ -41,7 +41,7 @@ def diff_lines(d: BaselineDiff, show_all: bool = False, markdown: bool = False) 
     for m in d.metrics if show_all else d.changed:
         o, n = m.old, m.new
         rows.append([
-            m.suite, m.metric + _arrow(n or o), fmt_band(o), fmt_band(n),
+            m.suite, m.metric + _arrow(n or o), fmt_band(o, m.metric), fmt_band(n, m.metric),
             "-" if o is None else f"{o.mean:.4f}", "-" if n is None else f"{n.mean:.4f}",
             "-" if o is None else str(o.runs), "-" if n is None else str(n.runs), m.describe(),
         ])

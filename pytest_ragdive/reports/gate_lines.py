@@ -1,16 +1,13 @@
-"""What the paired gate adds to the reports, as lines (terminal and
-summary.md): the smallest detectable regression beside each tolerance,
-conversations not paired, unstable conversations, and what got worse case by
-case (questions and judge reasons). Pure: gate rows and conversations in,
-lines out."""
+"""What the paired gate adds to the text reports, as lines (terminal and summary.md's
+details): the paired evidence and the smallest detectable regression beside each
+tolerance, conversations not paired and unstable conversations. What got worse, case by
+case, is :func:`pytest_ragdive.reports.text.worse_lines`. Pure: gate rows in, lines out."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..core.records import Conversation, Turn
 from ..gate.rows import GateRow
-from ..metrics.registry import METRICS
 
 
 def _ids(ids: list[str], limit: int = 8) -> str:
@@ -18,39 +15,8 @@ def _ids(ids: list[str], limit: int = 8) -> str:
     return ", ".join(ids[:limit]) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _why(turn: Turn, metric: str) -> str:
-    v = turn.verdicts.get(metric)
-    score = turn.scores.get(metric)
-    reason = v.reason if v is not None and v.reason else ""
-    head = f"turn {turn.index + 1} {turn.question[:70]!r}"
-    return head + (f" {score:.2f}" if score is not None else "") + (f": {reason[:160]}" if reason else "")
-
-
-def _case(row: GateRow, convs: list[Conversation], limit_turns: int = 2) -> str:
-    """The worst turns (this session's runs) of one conversation, with reasons."""
-    higher = row.direction == "higher"
-    if METRICS[row.metric].level == "conversation":
-        reasons = [c.verdicts[row.metric].reason for c in convs if row.metric in c.verdicts and c.verdicts[row.metric].reason]
-        return reasons[0][:200] if reasons else ""
-    turns = [t for c in convs for t in c.turns if t.scores.get(row.metric) is not None]
-    turns.sort(key=lambda t: (t.scores[row.metric] or 0.0) * (1 if higher else -1))
-    seen: set[int] = set()
-    out = []
-    for t in turns:
-        if t.index not in seen:
-            seen.add(t.index)
-            out.append(_why(t, row.metric))
-        if len(out) == limit_turns:
-            break
-    return "; ".join(out)
-
-
-def paired_lines(rows: Iterable[GateRow], convs: Iterable[Conversation], limit: int = 5) -> list[str]:
+def paired_lines(rows: Iterable[GateRow]) -> list[str]:
     """One block per gated metric that had the paired test; empty when none did."""
-    by_id: dict[tuple[str, str], list[Conversation]] = {}
-    for c in convs:
-        if c.error is None:
-            by_id.setdefault((c.suite, c.id), []).append(c)
     lines: list[str] = []
     for r in rows:
         if r.paired is None:
@@ -67,9 +33,6 @@ def paired_lines(rows: Iterable[GateRow], convs: Iterable[Conversation], limit: 
         if r.unstable:
             lines.append(f"  unstable in the baseline runs (p90 - p10 above the threshold): {len(r.unstable)}: {_ids(r.unstable)}")
         if r.worse and r.paired.drop > 0:
-            lines.append("  what got worse (share of the mean drop):")
-            for m in r.worse[:limit]:
-                share = m.contribution / r.paired.drop
-                why = _case(r, by_id.get((r.suite, m.id), []))
-                lines.append(f"    {m.id}: drop {m.drop:+.3f} ({share:.0%})" + (f": {why}" if why else ""))
+            moved = ", ".join(f"{m.id} {m.drop:+.3f} ({m.share:.0%})" for m in r.worse)
+            lines.append(f"  got worse (drop, share of the total drop): {moved}")
     return lines

@@ -1,37 +1,52 @@
 """report.html: one self-contained page that renders a :class:`RunOutcome`.
 
 Inline CSS, inline SVG charts and a few lines of inline JavaScript (the
-verdict filter); no external resource of any kind, and a Content-Security-Policy
-that forbids loading one, so the page reads the same offline, from a CI
-artifact. Every text that came from a run (questions, answers, contexts, judge
-reasons, errors) is untrusted and escaped.
+verdict filter, opening a linked conversation); no external resource of any
+kind, and a Content-Security-Policy that forbids loading one, so the page reads
+the same offline, from a CI artifact. Every text that came from a run
+(questions, answers, contexts, judge reasons, errors) is untrusted and escaped.
 
-Sections: the status and where the numbers come from, the gate table, the
-metrics, per-turn-index curves of each turn-level metric (does quality fall as
-the conversation goes on?), metrics by question type and by role, the
-validator's counts, any further result the outcome carries (the sharded
-diagnosis's decomposition, rendered from its typed field), the LLM cost, and
-every conversation (worst first, filterable by verdict) with its turns,
-contexts, scores and judge reasons.
+Sections: the verdict line and where the numbers come from; the gate, verdict
+first, and what got worse and where (:mod:`.html_gate`); the metrics by
+dimension; per-turn-index curves of each turn-level metric (does quality fall
+as the conversation goes on?); metrics by question type and by role; the
+validator's counts; any further result the outcome carries (the sharded
+diagnosis's decomposition, rendered from its typed field); the LLM cost; and
+the conversations, worst first and filterable by verdict (:mod:`.html_conv`:
+evidence in the answers, the baseline's answers beside today's). A large run
+shows the worst ``WORST`` in full and lists the rest, each in full on a page of
+``PAGE`` (``report-conversations-N.html``, the same page layout).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from ..core.records import Conversation, Turn
-from ..gate.outcome import RunOutcome
+from ..core.records import Conversation
+from ..gate.outcome import RunOutcome, rendering
 from ..gate.paired import value_of
 from ..gate.ranking import VERDICTS, ConvVerdict, ranked
 from ..metrics.registry import ARROW, METRICS
 from .charts import PALETTE, e, line_chart
+from .html_bits import badge as _badge
+from .html_bits import cls as _cls
+from .html_bits import f as _f
+from .html_bits import table as _table
+from .html_bits import td as _td
+from .html_conv import conversation_body, conversation_html
+from .html_gate import gate_section, jump_links, worse_section
+from .text import by_dimension, status_text
+
+__all__ = ["conversation_body", "iter_html", "render_html", "write_html"]
+
+WORST = 100  # conversations shown in full on report.html; the rest are listed, in full on pages of PAGE
+PAGE = 250
 
 # a conversation key -> its body rendered earlier (None: render it from the record)
 Bodies = Callable[[str], "str | None"]
@@ -45,56 +60,21 @@ VERDICT_HELP = {
 # fields of RunOutcome rendered by a section of their own; any other non-empty
 # field (e.g. the sharded diagnosis) is rendered by the generic section
 _KNOWN = {"info", "status", "suites", "gate", "conversations", "notes", "fatal", "baseline", "baseline_path",
-          "llm", "judge_calls", "validation", "diversity", "baseline_diff", "custom_metrics"}
-_GATE_COLUMNS = {"suite", "metric", "direction", "baseline_mean", "band_low", "band_high", "tolerance", "current",
-                 "delta", "verdict"}
-
-
-def _f(x: float | None, fmt: str = ".4f") -> str:
-    return "n/a" if x is None else format(x, fmt)
+          "llm", "judge_calls", "validation", "diversity", "baseline_diff", "recorded_answers", "baseline_answers",
+          "custom_metrics"}
 
 
 def _asset(name: str) -> str:
     return (resources.files("pytest_ragdive.reports") / "assets" / name).read_text(encoding="utf-8")
 
 
-def _cls(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in text.lower())
-
-
-def _badge(text: str) -> str:
-    return f'<span class="badge v-{_cls(text)}">{e(text)}</span>'
-
-
-def _table(head: list[str], rows: list[list[str]], row_classes: list[str] | None = None) -> str:
-    """``rows`` hold already-escaped cell HTML."""
-    out = ["<table><thead><tr>", *(f"<th>{e(h)}</th>" for h in head), "</tr></thead><tbody>"]
-    for i, r in enumerate(rows):
-        cls = row_classes[i] if row_classes else ""
-        out.append(f'<tr class="{e(cls)}">' + "".join(r) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-@lru_cache(maxsize=8192)
-def _esc(text: str) -> str:
-    """``e(text)`` of a text that repeats across conversations (metric names, retrieved contexts)."""
-    return e(text)
-
-
-def _td(text: object, num: bool = False) -> str:
-    return f'<td class="num">{e(text)}</td>' if num else f"<td>{e(text)}</td>"
-
-
-
-
-def _bad_side(metric: str, value: float) -> bool:
-    """Whether a score is short of the best (below 1, or above 0 for lower-is-better metrics): drawn red."""
-    spec = METRICS.get(metric)
-    return value > 0 if spec is not None and spec.direction == "lower" else value < 1
-
-
 # -- sections -----------------------------------------------------------------
+
+
+def _tone(outcome: RunOutcome) -> str:
+    if outcome.failed or outcome.errored:
+        return "bad"
+    return "good" if outcome.status.value == "passed" else "plain"
 
 
 def _header(outcome: RunOutcome, title: str) -> str:
@@ -111,7 +91,9 @@ def _header(outcome: RunOutcome, title: str) -> str:
         bits.append("a subset of the plan ran")
     if not info.completed:
         bits.append("interrupted")
-    out = [f"<h1>{e(title)} {_badge(outcome.status.value)}</h1>", f'<p class="meta">{e(" · ".join(bits))}</p>']
+    out = [f"<h1>{e(title)} {_badge(outcome.status.value)}</h1>",
+           f'<p class="headline {_tone(outcome)}">{e(status_text(outcome))}</p>', jump_links(outcome),
+           f'<p class="meta">{e(" · ".join(bits))}</p>']
     if outcome.baseline_path:
         out.append(f'<p class="meta">baseline written to {e(outcome.baseline_path)}</p>')
     if outcome.baseline_diff is not None and not outcome.baseline_diff.identical:
@@ -126,37 +108,21 @@ def _header(outcome: RunOutcome, title: str) -> str:
     return "".join(out)
 
 
-def _gate(outcome: RunOutcome) -> str:
-    if outcome.gate is None:
-        return '<h2 id="gate">Gate</h2><p>Nothing was gated (no baseline, a subset, a shard, or a baseline update).</p>'
-    extra = [n for r in outcome.gate[:1] for n in type(r).model_fields if n not in _GATE_COLUMNS]
-    head = ["suite", "metric", "baseline band", "tol", "baseline mean", "current", "delta", *extra, "verdict"]
-    rows, classes = [], []
-    for r in outcome.gate:
-        cells = [_td(r.suite), _td(f"{r.metric} {ARROW[r.direction]}"), _td(r.band_text, True), _td(f"{r.tolerance:g}", True),
-                 _td(_f(r.baseline_mean), True), _td(_f(r.current), True), _td(r.delta_text, True)]
-        cells += [_td(_plain(getattr(r, n)), isinstance(getattr(r, n), (int, float))) for n in extra]
-        cells.append(f"<td>{_badge(r.verdict)}</td>")
-        rows.append(cells)
-        classes.append("row-bad" if r.failed else "row-good" if r.verdict == "improvement" else "")
-    bad = len(outcome.regressions())
-    return (f'<h2 id="gate">Gate</h2><p>{bad} of {len(outcome.gate)} gated metric(s) failed. The band is '
-            "[min − tolerance, max + tolerance] over the baseline's runs; only its bad side fails.</p>"
-            + _table(head, rows, classes))
-
-
 def _metrics(outcome: RunOutcome) -> str:
-    rows = []
+    rows, classes = [], []
     for suite, res in outcome.suites.items():
-        for name, mv in res.metrics.items():
-            ci = "n/a" if mv.ci_low is None or mv.ci_high is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
-            arrow = ARROW[METRICS[name].direction] if name in METRICS else ""
-            rows.append([_td(suite), _td(f"{name} {arrow}"), _td(_f(mv.value), True), _td(ci, True), _td(mv.n, True),
-                         _td(", ".join(_f(v, ".3f") for v in mv.per_run), True)])
+        for dim, names in by_dimension(res.metrics):
+            for i, name in enumerate(names):
+                mv = res.metrics[name]
+                ci = "n/a" if mv.ci_low is None or mv.ci_high is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
+                arrow = ARROW[METRICS[name].direction] if name in METRICS else ""
+                rows.append([_td(suite), _td(dim if i == 0 else ""), _td(f"{name} {arrow}"), _td(_f(mv.value), True),
+                             _td(ci, True), _td(mv.n, True), _td(", ".join(_f(v, ".3f") for v in mv.per_run), True)])
+                classes.append("group-start" if i == 0 else "")
     counts = "; ".join(f"{s}: {r.conversations} conversation(s), {r.errors} errored, {r.runs} run(s)"
                        for s, r in outcome.suites.items())
     return (f'<h2 id="metrics">Metrics</h2><p class="meta">{e(counts)}</p>'
-            + _table(["suite", "metric", "value", "95% CI", "n", "per run"], rows))
+            + _table(["suite", "dimension", "metric", "value", "95% CI", "n", "per run"], rows, classes))
 
 
 def _figure(metric: str, series: list[tuple[str, dict[int, float]]]) -> str:
@@ -287,142 +253,128 @@ def _cost(outcome: RunOutcome) -> str:
 # -- conversations ------------------------------------------------------------
 
 
-def _field(label: str, text: str | None) -> str:
-    if not text:
-        return ""
-    return f'<div class="field"><b>{e(label)}</b><span class="text">{e(text)}</span></div>'
+def page_name(n: int) -> str:
+    """The file of the ``n``-th page of further conversations (1-based)."""
+    return f"report-conversations-{n}.html"
 
 
-def _scores(scores: dict[str, float | None], verdicts: dict[str, Any]) -> str:
-    """Scores as compact chips (bad side marked), then each judge reason."""
-    chips = "".join(
-        f'<span class="chip{" chip-bad" if v is not None and _bad_side(n, v) else ""}" data-metric="{(en := _esc(n))}">'
-        f"{en} <b>{_f(v, '.3f')}</b></span>"
-        for n, v in scores.items()
-    )
-    reasons = "".join(
-        f"<li><b>{e(n)}</b>: {e(v.reason)}" + (f' <span class="meta">({e(v.model)})</span>' if v.model else "") + "</li>"
-        for n, v in verdicts.items()
-        if v.reason
-    )
-    return (f'<div class="chips">{chips}</div>' if chips else "") + (f'<ul class="reasons">{reasons}</ul>' if reasons else "")
-
-
-def _contexts(turn: Turn) -> str:
-    if not turn.contexts:
-        return '<div class="field"><b>retrieved contexts</b><span class="text">none</span></div>'
-    items = "".join(
-        f"<li><b>{rank}. {_esc(c.id)}</b> (doc {_esc(c.source_id)}{'' if c.score is None else f', score {c.score:.3f}'})"
-        f"<br>{_esc(c.text)}</li>"
-        for rank, c in enumerate(turn.contexts, 1)
-    )
-    rel = f", relevant: {', '.join(turn.relevant_doc_ids)}" if turn.relevant_doc_ids else ""
-    return (f'<details class="ctx"><summary>{len(turn.contexts)} retrieved context(s){e(rel)}</summary>'
-            f"<ol>{items}</ol></details>")
-
-
-def _turn(turn: Turn) -> str:
-    bad = any(v is not None and _bad_side(n, v) and n in ("correctness", "safety_pass_rate") for n, v in turn.scores.items())
-    parts = [
-        f'<div class="turn{" turn-bad" if bad else ""}" data-turn="{turn.index + 1}">',
-        f"<h3>Turn {turn.index + 1} <span class=\"meta\">{e(turn.question_type)}"
-        f"{'' if turn.latency_s is None else f' · {turn.latency_s:.2f} s'}{' · ' + e(', '.join(turn.flags)) if turn.flags else ''}</span></h3>",
-        _field("question", turn.rag_input),
-        _field("stand-alone question", turn.standalone_question if turn.standalone_question != turn.rag_input else ""),
-        _field("answer", turn.answer if turn.answer is not None else "(no answer)"),
-        _field("ground truth", turn.ground_truth),
-        _field("stand-alone answer", turn.standalone_answer),
-        _field("citations", ", ".join(turn.citations)),
-        _field("must not state", "; ".join(turn.negative_assertions)),
-        _contexts(turn),
-        _scores(turn.scores, turn.verdicts),
-        "</div>",
-    ]
-    return "".join(parts)
-
-
-def conversation_body(conv: Conversation) -> str:
-    """One conversation's body on the page (its fields, scores and turns): what does not
-    depend on the gate, so it can be rendered as soon as the conversation is scored."""
-    body = [
-        _field("error", conv.error),
-        _field("failures", "\n".join(conv.failures)),
-        _field("document", conv.document_id),
-        _field("category", " / ".join(x for x in (conv.category, conv.difficulty) if x)),
-    ]
-    if conv.traceback:
-        body.append(f'<details><summary>traceback</summary><pre class="tb">{e(conv.traceback)}</pre></details>')
-    if conv.scores or conv.verdicts:
-        body.append("<h3>Conversation scores</h3>" + _scores(conv.scores, conv.verdicts))
-    body += [_turn(t) for t in conv.turns]
-    return "".join(body)
-
-
-def _conversation(conv: Conversation, verdict: ConvVerdict, goodness: float, metrics: list[str], body: str | None = None) -> str:
-    key = ", ".join(f"{m} {_f(v, '.2f')}" for m in metrics if (v := value_of(conv, m)) is not None)
-    head = (f"{_badge(verdict)} <b>{e(conv.suite)}/{e(conv.id)}</b> run {conv.run} · {len(conv.turns)} turn(s)"
-            f"{' · role ' + e(conv.role) if conv.role else ''} · {e(conv.source)}"
-            f' <span class="meta small">{e(key)}</span>')
-    if body is None:
-        body = conversation_body(conv)
-    return (f'<details class="conv" data-verdict="{verdict}" data-suite="{e(conv.suite)}" data-goodness="{goodness:.4f}" '
-            f'id="conv-{e(_cls(conv.key))}"><summary>{head}</summary><div class="conv-body">{body}</div></details>')
-
-
-def _conversations(outcome: RunOutcome, bodies: Bodies | None = None) -> Iterator[str]:
-    """The conversations section, one conversation at a time (a large run's page is never one string).
-    ``bodies(key)``: a conversation's body rendered earlier (:func:`conversation_body`), or None."""
-    rows = ranked(outcome)
-    metrics = sorted({r.metric for r in outcome.gate or []}) or ["correctness", "answer_f1", "forgetfulness"]
+def _toolbar(rows: list[tuple[Conversation, ConvVerdict, float]], outcome: RunOutcome) -> str:
     counts = {v: sum(1 for _, cv, _ in rows if cv == v) for v in VERDICTS}
     options = [f'<option value="all">all ({len(rows)})</option>'] + [
         f'<option value="{v}" title="{e(VERDICT_HELP[v])}">{v} ({counts[v]})</option>' for v in VERDICTS if counts[v]
     ]
     suites = sorted({c.suite for c in outcome.conversations})
     suite_opts = ['<option value="all">all suites</option>'] + [f'<option value="{e(s)}">{e(s)}</option>' for s in suites]
-    toolbar = (
+    return (
         '<div class="toolbar"><label>verdict <select id="verdict-filter">' + "".join(options) + "</select></label>"
         '<label>suite <select id="suite-filter">' + "".join(suite_opts) + "</select></label>"
         '<button type="button" id="expand-all">expand all</button><button type="button" id="collapse-all">collapse all</button>'
         f'<span><span id="conv-shown">{len(rows)}</span> shown</span></div>'
     )
+
+
+def _metrics_of(outcome: RunOutcome) -> list[str]:
+    return sorted({r.metric for r in outcome.gate or []}) or ["correctness", "answer_f1", "forgetfulness"]
+
+
+def _one(outcome: RunOutcome, c: Conversation, v: ConvVerdict, g: float, bodies: Bodies | None) -> str:
+    base = outcome.baseline_answers.get(f"{c.suite}::{c.id}")
+    return conversation_html(c, v, g, _metrics_of(outcome), bodies(c.key) if bodies is not None else None, base)
+
+
+def _conversations(outcome: RunOutcome, bodies: Bodies | None = None, worst: int = WORST, page: int = PAGE) -> Iterator[str]:
+    """The conversations section, one conversation at a time (a large run's page is never one string):
+    the ``worst`` first in full, the rest as one line each, linking to the page that holds it in full.
+    ``bodies(key)``: a conversation's body rendered earlier (:func:`conversation_body`), or None."""
+    rows = ranked(outcome)
     legend = "; ".join(f"{v}: {VERDICT_HELP[v]}" for v in VERDICTS)
-    yield (f'<h2 id="conversations">Conversations</h2><p class="meta">Worst first. {e(legend)}.</p>{toolbar}'
+    yield (f'<h2 id="conversations">Conversations</h2><p class="meta">Worst first. {e(legend)}.</p>{_toolbar(rows, outcome)}'
            '<div id="conversation-list">')
-    for c, v, g in rows:
-        yield _conversation(c, v, g, metrics, bodies(c.key) if bodies is not None else None)
+    for c, v, g in rows[:worst]:
+        yield _one(outcome, c, v, g, bodies)
     yield "</div>"
+    rest = rows[worst:]
+    if rest:
+        metrics = _metrics_of(outcome)
+        yield (f'<h3 id="more">{len(rest)} more conversation(s)</h3><p class="meta">Listed here; each is shown in full '
+               f"on its page ({page} per page, worst first).</p><ul class=\"conv-more\">")
+        for i, (c, v, _) in enumerate(rest):
+            key = ", ".join(f"{m} {_f(x, '.2f')}" for m in metrics if (x := value_of(c, m)) is not None)
+            yield (f'<li class="conv-line" data-verdict="{v}" data-suite="{e(c.suite)}">{_badge(v)} '
+                   f'<a href="{page_name(i // page + 1)}#conv-{e(_cls(c.key))}">{e(c.suite)}/{e(c.id)}</a> run {c.run} '
+                   f'<span class="meta small">{e(key)}</span></li>')
+        yield "</ul>"
+
+
+def _pages(outcome: RunOutcome, bodies: Bodies | None, worst: int, page: int) -> Iterator[tuple[int, Iterator[str]]]:
+    """The pages of the conversations beyond the ``worst``: (number, its pieces)."""
+    rest = ranked(outcome)[worst:]
+    total = (len(rest) + page - 1) // page
+    for n in range(1, total + 1):
+        chunk = rest[(n - 1) * page:n * page]
+
+        def pieces(n: int = n, chunk: list[tuple[Conversation, ConvVerdict, float]] = chunk) -> Iterator[str]:
+            nav = " · ".join(f'<a href="{page_name(k)}">{k}</a>' if k != n else f"<b>{k}</b>" for k in range(1, total + 1))
+            yield _head(outcome, f"conversations, page {n} of {total}")
+            yield (f'<h1>Conversations, page {n} of {total}</h1><p class="meta"><a href="report.html">back to the report</a> · '
+                   f"pages: {nav}</p>{_toolbar(chunk, outcome)}<div id=\"conversation-list\">")
+            for c, v, g in chunk:
+                yield _one(outcome, c, v, g, bodies)
+            yield "</div>" + _tail()
+
+        yield n, pieces()
 
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
 
-def iter_html(outcome: RunOutcome, title: str = "ragdive quality gate", bodies: Bodies | None = None) -> Iterator[str]:
-    """The page in pieces, in order (``"".join`` of them is :func:`render_html`)."""
-    yield (
+def _head(outcome: RunOutcome, title: str) -> str:
+    return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}: {e(outcome.status.value)}</title><style>{_asset('report.css')}</style></head>"
         f'<body data-status="{e(outcome.status.value)}">'
     )
-    yield from (_header(outcome, title), _gate(outcome), _metrics(outcome), _curves(outcome), _by_type(outcome),
-                _by_role(outcome), _validation(outcome), _extra(outcome), _cost(outcome))
-    yield from _conversations(outcome, bodies)
-    yield f"<script>{_asset('report.js')}</script></body></html>\n"
 
 
+def _tail() -> str:
+    return f"<script>{_asset('report.js')}</script></body></html>\n"
+
+
+def iter_html(outcome: RunOutcome, title: str = "ragdive quality gate", bodies: Bodies | None = None,
+              worst: int = WORST, page: int = PAGE) -> Iterator[str]:
+    """The page in pieces, in order (``"".join`` of them is :func:`render_html`)."""
+    yield _head(outcome, title)
+    yield from (_header(outcome, title), gate_section(outcome), worse_section(outcome), _metrics(outcome),
+                _curves(outcome), _by_type(outcome), _by_role(outcome), _validation(outcome), _extra(outcome),
+                _cost(outcome))
+    yield from _conversations(outcome, bodies, worst, page)
+    yield _tail()
+
+
+@rendering
 def render_html(outcome: RunOutcome, title: str = "ragdive quality gate") -> str:
     """The whole page as one string."""
     return "".join(iter_html(outcome, title))
 
 
-def write_html(report_dir: Path, outcome: RunOutcome, bodies: Bodies | None = None) -> Path:
-    """Write ``report.html`` into ``report_dir``; returns its path. ``bodies``: as for
-    :func:`iter_html` (conversations held without their contexts, rendered when scored)."""
+@rendering
+def write_html(report_dir: Path, outcome: RunOutcome, bodies: Bodies | None = None,
+               worst: int = WORST, page: int = PAGE) -> Path:
+    """Write ``report.html`` into ``report_dir`` (and, beyond the ``worst`` conversations,
+    ``report-conversations-N.html`` pages of ``page`` each; stale pages of an earlier run
+    are removed); returns the report's path. ``bodies``: as for :func:`iter_html`
+    (conversations held without their contexts, rendered when scored)."""
     report_dir.mkdir(parents=True, exist_ok=True)
+    for old in report_dir.glob("report-conversations-*.html"):
+        old.unlink()
     path = report_dir / "report.html"
     with open(path, "w", encoding="utf-8") as fh:  # piece by piece: the page is never held whole
-        for piece in iter_html(outcome, bodies=bodies):
+        for piece in iter_html(outcome, bodies=bodies, worst=worst, page=page):
             fh.write(piece)
+    for n, pieces in _pages(outcome, bodies, worst, page):
+        with open(report_dir / page_name(n), "w", encoding="utf-8") as fh:
+            for piece in pieces:
+                fh.write(piece)
     return path

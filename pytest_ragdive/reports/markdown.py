@@ -4,48 +4,90 @@ from __future__ import annotations
 
 from ..core.records import ValidationCounts
 from ..core.results import SuiteResult
-from ..gate.outcome import GateStatus, RunOutcome
+from ..gate.outcome import RunOutcome, rendering
+from ..gate.ranking import culprits
+from ..gate.rows import GateRow
+from ..metrics.registry import ARROW
 from ..sharded.report import sharded_md
-from .text import baseline_change_lines, ci_text, detectable, failing_conversations, fmt, paired_block, status_text
+from .text import (
+    baseline_change_lines,
+    by_dimension,
+    ci_text,
+    culprit_text,
+    dimension,
+    fmt,
+    paired_block,
+    sorted_rows,
+    status_text,
+    verdict_word,
+)
 
 
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell (no pipe or line break breaks the row)."""
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def gate_table_md(rows: list[GateRow], with_dimension: bool = True) -> list[str]:
+    """The verdict-first gate table (grouped by dimension)."""
+    head = ["dimension"] if with_dimension else []
+    head += ["suite", "metric", "baseline band", "current [95% CI]", "delta", "verdict", "why"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    last = None
+    for r in sorted_rows(rows):
+        mark = "❌ " if r.failed else ("⬆ " if r.verdict == "improvement" else "")
+        dim = dimension(r.metric)
+        cells = [dim if dim != last else ""] if with_dimension else []
+        last = dim
+        cells += [r.suite, f"{r.metric} {ARROW[r.direction]}", r.band_text, r.current_text, r.delta_text,
+                  f"{mark}{verdict_word(r)}", _cell(r.reason)]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def worse_md(outcome: RunOutcome, limit: int = 5) -> list[str]:
+    """What got worse and where: per failed row its reason, then its conversations."""
+    out: list[str] = []
+    runs = max((r.runs for r in outcome.gate or []), default=1) > 1
+    for r in sorted_rows(outcome.regressions()):
+        out.append(f"- **{r.suite}/{r.metric} {ARROW[r.direction]} {verdict_word(r)}**: {_cell(r.reason)}")
+        out += [f"  - {_cell(culprit_text(c, r.metric, runs))}" for c in culprits(r, outcome.conversations, limit)]
+    return out
+
+
+_WORDS = {"passed": "PASSED", "failed": "FAILED", "no_data": "FAILED", "inconclusive": "INCONCLUSIVE"}
+
+
+def md_headline(outcome: RunOutcome) -> str:
+    """The verdict line with its verdict in bold: ``**FAILED**: 4 of 7 gated metrics failed: ...``."""
+    text = status_text(outcome)
+    word = _WORDS.get(outcome.status.value)
+    at = text.lower().find(word.lower()) if word is not None and text.startswith(("ragdive gate ", "ragdive run ")) else -1
+    return f"**{word}**{text[at + len(word):]}" if word is not None and at >= 0 else f"**{text}**"
+
+
+@rendering
 def summary_md(outcome: RunOutcome) -> str:
-    convs = outcome.conversations
     gate = outcome.gate
-    lines = ["# ragdive quality gate", ""]
+    lines = ["# ragdive quality gate", "", md_headline(outcome), ""]
     if gate is not None:
-        failed = outcome.regressions()
-        verdict = "PASSED" if outcome.status is GateStatus.PASSED else outcome.status.value.upper().replace("_", " ")
-        lines.append(f"**{verdict}**: {len(failed)} of {len(gate)} gated metrics out of band.")
+        lines += gate_table_md(gate)
         lines.append("")
-        lines.append("| suite | metric | baseline band | tol | detectable | current | delta | verdict |")
-        lines.append("|---|---|---|---|---|---|---|---|")
-        for r in gate:
-            mark = "❌ " if r.failed else ("⬆ " if r.verdict == "improvement" else "")
-            lines.append(
-                f"| {r.suite} | {r.metric} | {r.band_text} | {r.tolerance:g} | {detectable(r)} | {fmt(r.current)} "
-                f"| {r.delta_text} | {mark}{r.verdict} |"
-            )
-        lines.append("")
+        worse = worse_md(outcome)
+        if worse:
+            lines += ["## What got worse, and where", "", *worse, ""]
         paired = paired_block(outcome)
         if paired:
-            lines += ["## Paired test", "", "```text", *paired, "```", ""]
-        for r in failed:
-            bad = failing_conversations([c for c in convs if c.suite == r.suite], r.metric)
-            if bad:
-                lines.append(f"## {r.suite}/{r.metric}: conversations that pull it down")
-                lines.append("")
-                lines += [f"- {b}" for b in bad]
-                lines.append("")
-    else:
-        lines += [f"**{status_text(outcome)}**", ""]
+            lines += ["<details><summary>Paired test details</summary>", "", "```text", *paired, "```", "", "</details>", ""]
     lines.append("## Metrics")
     lines.append("")
-    lines.append("| suite | metric | value | 95% CI | n |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| suite | dimension | metric | value | 95% CI | n |")
+    lines.append("|---|---|---|---|---|---|")
     for suite, res in outcome.suites.items():
-        for name, mv in res.metrics.items():
-            lines.append(f"| {suite} | {name} | {fmt(mv.value)} | {ci_text(mv)} | {mv.n} |")
+        for dim, names in by_dimension(res.metrics):
+            for i, name in enumerate(names):
+                mv = res.metrics[name]
+                lines.append(f"| {suite} | {dim if i == 0 else ''} | {name} | {fmt(mv.value)} | {ci_text(mv)} | {mv.n} |")
     lines += per_turn_md(outcome.suites)
     lines += sharded_md(outcome.suites)
     lines += generated_md(outcome)
@@ -55,7 +97,7 @@ def summary_md(outcome: RunOutcome) -> str:
     errors = outcome.errored
     if errors:
         lines += ["", "## Conversations that errored", ""]
-        lines += [f"- {c.suite}/{c.id} (run {c.run}): {c.error}" for c in errors[:20]]
+        lines += [f"- {c.suite}/{c.id} (run {c.run}): {_cell(c.error or '')}" for c in errors[:20]]
     if outcome.llm is not None:
         # the calls, tokens and cost this run actually spent (cache hits are free)
         lines += ["", "## LLM calls", "", "```", *outcome.llm.summary_lines(), "```"]

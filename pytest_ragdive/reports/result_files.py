@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ResultsError, one_line
 from ..core.records import Conversation, JudgeCalls, ValidationStats
-from ..core.results import CustomMetric, SuiteResult
+from ..core.results import AnswerConversation, CustomMetric, SuiteResult
 from ..gate.outcome import GateStatus, RunInfo, RunOutcome
 from ..gate.rows import GateRow
 from ..llm.stats import LLMStats
@@ -77,6 +77,7 @@ def read_outcome(path: Path) -> RunOutcome:
             validation={s: ValidationStats.model_validate(v) for s, v in (data.get("validation") or {}).items()},
             diversity=dict(data.get("diversity") or {}),
             custom_metrics={n: CustomMetric.model_validate(m) for n, m in (data.get("custom_metrics") or {}).items()},
+            baseline_answers={k: AnswerConversation.model_validate(v) for k, v in (data.get("baseline_answers") or {}).items()},
         )
     except (ValidationError, ValueError) as err:
         detail = one_line(err) if isinstance(err, ValidationError) else str(err)

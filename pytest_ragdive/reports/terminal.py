@@ -7,8 +7,17 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..gate.outcome import GateStatus, RunOutcome
-from .text import baseline_change_lines, gate_lines, metrics_lines, paired_block, status_text, validation_lines
+from ..gate.outcome import GateStatus, RunOutcome, rendering
+from .text import (
+    baseline_change_lines,
+    gate_lines,
+    metrics_lines,
+    paired_block,
+    sorted_rows,
+    status_text,
+    validation_lines,
+    worse_lines,
+)
 
 
 class Line(BaseModel):
@@ -18,6 +27,7 @@ class Line(BaseModel):
     style: Literal["plain", "good", "bad"] = "plain"
 
 
+@rendering
 def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> list[Line]:
     """The terminal summary of a run, each line styled from the outcome (never from its text)."""
     lines: list[Line] = []
@@ -37,14 +47,17 @@ def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> li
     st = outcome.status
     if outcome.gate is not None:
         add("")
-        body = gate_lines(outcome.gate)
-        for t, row in zip(body, [None, None, *outcome.gate], strict=True):
+        rows = sorted_rows(outcome.gate)
+        body = gate_lines(rows)
+        for t, row in zip(body, [None, None, *rows], strict=True):
             add(t, "bad" if row is not None and row.failed else "plain")
         add("")
-        bad = outcome.regressions()
-        add(status_text(outcome), "bad" if st.fails else "good" if st is GateStatus.PASSED else "plain")
-        for r in bad:
-            add("  " + r.line(), "bad")
+        add(status_text(outcome), "bad" if st.fails or errors else "good" if st is GateStatus.PASSED else "plain")
+        worse = worse_lines(outcome)
+        if worse:
+            add("what got worse, and where:", "bad")
+            for t in worse:
+                add("  " + t, "bad" if not t.startswith(" ") else "plain")
         better = outcome.improvements()
         if better:
             add("improvements (consider --ragdive-update-baseline):")

@@ -1,14 +1,20 @@
-"""The lines every text report shares (terminal and summary.md): the run's headline,
-the metrics and gate tables, the paired test's evidence, the conversations that pull a
-metric down, baseline changes and validator counts; and the number formats."""
+"""The lines every text report shares (terminal, summary.md, pr-comment.md): the run's
+headline, the metrics (by dimension) and the verdict-first gate table, what got worse and
+where (the conversations that pull a failed metric down, with the worst unsupported
+sentence), the paired test's details, baseline changes and validator counts; and the
+number formats."""
 
 from __future__ import annotations
 
-from ..core.records import Conversation, ValidationStats
+from collections.abc import Iterable
+
+from ..core.records import ValidationStats
 from ..core.results import MetricValue, SuiteResult
-from ..gate.outcome import GateStatus, RunOutcome
+from ..gate.outcome import GateStatus, RunOutcome, rendering
+from ..gate.ranking import Culprit, culprits
 from ..gate.rows import GateRow
-from ..metrics.registry import ARROW, METRICS
+from ..metrics.evidence import PARTIAL_SUPPORT
+from ..metrics.registry import ARROW, DIMENSIONS, METRICS
 from ..sharded.report import sharded_lines
 from .tables import text_table
 
@@ -21,83 +27,155 @@ def ci_text(mv: MetricValue) -> str:
     return "n/a" if mv.ci_low is None or mv.ci_high is None else f"[{mv.ci_low:.3f}, {mv.ci_high:.3f}]"
 
 
+def dimension(metric: str) -> str:
+    """The metric's dimension (seed 001: retrieval, grounding, answer, safety; diagnosis), "other" for unknown ones."""
+    spec = METRICS.get(metric)
+    return spec.dimension if spec is not None else "other"
+
+
+def by_dimension(names: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """Metric names grouped by dimension, in the registry's dimension order (names keep their order)."""
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(dimension(n), []).append(n)
+    order = [*DIMENSIONS, "other"]
+    return sorted(groups.items(), key=lambda kv: order.index(kv[0]))
+
+
+def sorted_rows(rows: Iterable[GateRow]) -> list[GateRow]:
+    """Gate rows grouped by dimension (failed rows first within a group)."""
+    order = [*DIMENSIONS, "other"]
+    listed = list(rows)
+    return sorted(listed, key=lambda r: (order.index(dimension(r.metric)), not r.failed, listed.index(r)))
+
+
 def metrics_lines(results: dict[str, SuiteResult]) -> list[str]:
     rows = []
     for suite, res in results.items():
-        for name, mv in res.metrics.items():
-            rows.append([suite, f"{name} {ARROW[METRICS[name].direction]}", fmt(mv.value), ci_text(mv), str(mv.n)])
-    return text_table(["suite", "metric", "value", "95% CI", "n"], rows) + sharded_lines(results)
+        for dim, names in by_dimension(res.metrics):
+            for i, name in enumerate(names):
+                mv = res.metrics[name]
+                arrow = ARROW[METRICS[name].direction] if name in METRICS else ""
+                rows.append([suite, dim if i == 0 else "", f"{name} {arrow}", fmt(mv.value), ci_text(mv), str(mv.n)])
+    return text_table(["suite", "dimension", "metric", "value", "95% CI", "n"], rows) + sharded_lines(results)
 
 
-def detectable(r: GateRow) -> str:
-    """The smallest drop the paired test detects at 80% power ("-": band only)."""
-    return "-" if r.power is None else fmt(r.power.mdr) + ("!" if r.power.too_small else "")
+def verdict_word(r: GateRow) -> str:
+    return r.verdict.upper() if r.failed else r.verdict
 
 
 def gate_lines(rows: list[GateRow]) -> list[str]:
-    body = []
+    """The gate table, verdict first: suite, dimension, metric, band, current with its CI, delta, verdict,
+    why (one line per row; pass rows already in dimension order, :func:`sorted_rows`)."""
+    body, last = [], None
     for r in rows:
-        verdict = r.verdict.upper() if r.failed else r.verdict
-        body.append(
-            [r.suite, f"{r.metric} {ARROW[r.direction]}", r.band_text, f"{r.tolerance:g}", detectable(r), fmt(r.current),
-             r.delta_text, verdict]
-        )
-    return text_table(["suite", "metric", "baseline band", "tol", "detectable", "current", "delta", "verdict"], body)
+        dim = dimension(r.metric)
+        body.append([r.suite, dim if dim != last else "", f"{r.metric} {ARROW[r.direction]}", r.band_text, r.current_text,
+                     r.delta_text, verdict_word(r), r.reason])
+        last = dim
+    return text_table(["suite", "dimension", "metric", "baseline band", "current [95% CI]", "delta", "verdict", "why"], body)
 
 
 def paired_block(outcome: RunOutcome) -> list[str]:
-    """The paired test's evidence, power, unstable and worsened conversations."""
+    """The paired test's evidence, power, unstable and not-paired conversations (the details)."""
     from .gate_lines import paired_lines
 
-    lines = paired_lines(outcome.gate or [], outcome.conversations)
+    lines = paired_lines(outcome.gate or [])
     if not lines:
         return []
-    return ["paired test (each conversation against its baseline runs; detectable = smallest drop seen at 80% power, "
-            "! = larger than the tolerance):", *["  " + t for t in lines]]
+    return ["paired test (each conversation against its baseline runs; detectable = smallest drop seen at 80% power):",
+            *["  " + t for t in lines]]
 
 
-def _badness(value: float | None, higher: bool) -> float:
-    v = value or 0.0
-    return v if higher else -v
+def clip(text: str, n: int = 160) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: n - 1] + "…"
 
 
-def failing_conversations(convs: list[Conversation], metric: str, limit: int = 10) -> list[str]:
-    """The conversations that pull a metric the wrong way, worst first, with
-    the judge's reasons (or the worst turns' questions) where known."""
+def culprit_text(c: Culprit, metric: str, runs: bool = False) -> str:
+    """One conversation that pulls a metric down, in a line: its value, its drop and share,
+    the turns, and the worst unsupported sentence (or the conversation's own reason)."""
+    head = c.id + (f" (run {c.run})" if runs else "")
+    bits = [f"{metric} {fmt(c.value, '.2f')}"]
+    if c.drop is not None:
+        bits.append(f"drop {c.drop:.2f}" + (f", {c.share:.0%} of the total drop" if c.share else ""))
+    text = f"{head}: {', '.join(bits)}"
+    if c.quote is not None:
+        how = "unsupported" if (c.quote_support or 0.0) < PARTIAL_SUPPORT else "partly supported"
+        return text + f"; turn {c.quote_turn}, {how}: {clip(c.quote)!r}"
+    if c.reason_turn is not None:
+        return text + f"; turn {c.reason_turn}, the judge: {clip(c.reason)}"
     spec = METRICS.get(metric)
-    higher = spec is None or spec.direction == "higher"
-    scored = [(c, v) for c in convs if c.error is None and (v := c.scores.get(metric)) is not None]
-    bad = sorted(((c, v) for c, v in scored if (v < 1 if higher else v > 0)), key=lambda cv: cv[1], reverse=not higher)
-    out = []
-    for c, v in bad[:limit]:
-        if metric in c.verdicts and c.verdicts[metric].reason:
-            why = c.verdicts[metric].reason
-        else:
-            turns = sorted(
-                (t for t in c.turns if (s := t.scores.get(metric)) is not None and (s < 1 if higher else s > 0)),
-                key=lambda t: _badness(t.scores[metric], higher),
-            )[:3]
-            why = "; ".join(
-                f"turn {t.index + 1} {t.rag_input[:60]!r}: "
-                + (t.verdicts[metric].reason if metric in t.verdicts and t.verdicts[metric].reason else f"{t.scores[metric]:.2f}")
-                for t in turns
-            )
-        out.append(f"{c.suite}/{c.id} (run {c.run}) {metric}={v:.2f}" + (f": {why}" if why else ""))
+    if c.reason and ((spec is not None and spec.level == "conversation") or metric == "safety_pass_rate"):
+        return text + f"; {clip(c.reason)}"
+    if c.turns:
+        return text + f"; worst turn{'s' if len(c.turns) > 1 else ''} {', '.join(map(str, c.turns))}"
+    return text
+
+
+def where_text(row: GateRow, found: list[Culprit]) -> str:
+    """Which conversations (and turns) pull a failed row's metric down, in one line."""
+    if not found:
+        return ""
+    spec = METRICS.get(row.metric)
+    if spec is not None and spec.level == "conversation":
+        parts = [f"{c.id} (turn {', '.join(map(str, c.turns))})" if c.turns else c.id for c in found]
+        what = "answered a follow-up correctly stand-alone but wrongly in the conversation" if row.metric in (
+            "forgetfulness", "context_retention") else "pull it down"
+        return f"{', '.join(parts)}: {what}"
+    return "worst: " + ", ".join(f"{c.id} ({fmt(c.value, '.2f')})" for c in found)
+
+
+def worse_lines(outcome: RunOutcome, limit: int = 5) -> list[str]:
+    """Per failed gate row: its reason, then the conversations that pull it down (worst first)."""
+    out: list[str] = []
+    runs = max((r.runs for r in outcome.gate or []), default=1) > 1
+    for r in sorted_rows(outcome.regressions()):
+        out.append(f"{r.suite}/{r.metric} {ARROW[r.direction]} {verdict_word(r)}: {r.reason}")
+        found = culprits(r, outcome.conversations, limit)
+        out += [f"  {culprit_text(c, r.metric, runs)}" for c in found]
+        more = len(r.worse) - len(found)
+        if more > 0:
+            out.append(f"  ... and {more} more (the report lists them)")
     return out
 
 
+def headline(outcome: RunOutcome) -> str:
+    """What the run decided, in one line (every report's first line)."""
+    return status_text(outcome)
+
+
+def _errored_tail(outcome: RunOutcome) -> str:
+    n = len(outcome.errored)
+    return f"; {n} conversation{'s' if n != 1 else ''} errored (left out; the run fails)" if n else ""
+
+
+@rendering
 def status_text(outcome: RunOutcome) -> str:
     """One line saying what the run decided (the headline of every report)."""
     rows = outcome.gate or []
     bad = outcome.regressions()
     st = outcome.status
     undecided = [r for r in rows if r.verdict == "inconclusive"]
+    total, errored = len(outcome.conversations), len(outcome.errored)
+    if st is GateStatus.NO_DATA:
+        return (f"ragdive gate FAILED: no gated metric had data ({len(rows)} gated, none with a value in this run)"
+                + _errored_tail(outcome))
     if st is GateStatus.FAILED and rows and bad:
-        more = f" ({len(undecided)} of them inconclusive: the evidence could not tell)" if undecided else ""
-        return f"ragdive gate FAILED: {len(bad)} of {len(rows)} gated metric(s) out of band{more}"
+        bad = sorted_rows(bad)
+        kinds = []
+        for word, pick in (("regressed", "regression"), ("inconclusive", "inconclusive"), ("had no data", "no data"),
+                           ("not in the baseline", "not in baseline")):
+            names = [f"{r.suite}/{r.metric}" for r in bad if r.verdict == pick]
+            if names:
+                kinds.append(f"{', '.join(names)} {word}")
+        return f"ragdive gate FAILED: {len(bad)} of {len(rows)} gated metrics failed: {'; '.join(kinds)}" + _errored_tail(outcome)
     if st is GateStatus.FAILED:
         return "ragdive run FAILED: " + ("; ".join(outcome.fatal) if outcome.fatal else "see the notes")
     if st is GateStatus.PASSED:
+        if errored:
+            return (f"ragdive gate passed on {total - errored} of {total} conversations; {errored} errored "
+                    f"(left out of the metrics; the run fails through their items)")
         return f"ragdive gate passed: {len(rows)} gated metric(s) within their baseline bands"
     if st is GateStatus.NOTHING_RAN:
         why = "no conversation of a selected suite finished" if not outcome.suites else "no metric is gated"
@@ -115,7 +193,7 @@ def status_text(outcome: RunOutcome) -> str:
         return f"ragdive shard {outcome.info.shard}: results written; the gate command decides"
     if st is GateStatus.INCONCLUSIVE:
         return (f"ragdive gate INCONCLUSIVE: {len(undecided)} of {len(rows)} gated metric(s) undecided, "
-                "not failing (gate.inconclusive = 'pass')")
+                "not failing (gate.inconclusive = 'pass')" + _errored_tail(outcome))
     return "no baseline given: metrics shown, nothing gated (use --ragdive-baseline=PATH)"
 
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..gate.outcome import RunOutcome
+from ..gate.outcome import RunOutcome, rendering
 from .junit import junit_xml
 from .markdown import summary_md
+from .pr_comment import pr_comment_md
 from .results_json import Stored, write_results_json
 
 
+@rendering
 def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None = None, *, junit: bool = True) -> list[Path]:
     """results.json, ragdive-junit.xml (when gated, unless ``junit`` is False), summary.md
-    (also appended to ``$GITHUB_STEP_SUMMARY``) and report.html. ``stored``: what
-    results.json and report.html need of conversations the outcome holds without their contexts."""
+    (also appended to ``$GITHUB_STEP_SUMMARY``), pr-comment.md and report.html (with its
+    pages of further conversations in a large run). ``stored``: what results.json and
+    report.html need of conversations the outcome holds without their contexts."""
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     p = report_dir / "results.json"
@@ -27,6 +30,9 @@ def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None =
     md = summary_md(outcome)
     p = report_dir / "summary.md"
     p.write_text(md, encoding="utf-8")
+    written.append(p)
+    p = report_dir / "pr-comment.md"
+    p.write_text(pr_comment_md(outcome), encoding="utf-8")
     written.append(p)
     from .html import write_html
 

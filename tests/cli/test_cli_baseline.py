@@ -27,8 +27,9 @@ def forgetful_baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     res = outcome.suites["core"]
     for mv in res.metrics.values():  # three identical runs, as the deterministic bot gives
         mv.per_run = mv.per_run * 3
-    bl = build_baseline({"core": res}, cfg.gate, config_hash=cfg.config_hash(), backend="offline",
-                        judge_models={}, plugin_version="9.9.9", existing=load_baseline(BASELINE))
+    with cfg.metrics.active():  # the example's own metrics (metric_modules) beside the built-ins
+        bl = build_baseline({"core": res}, cfg.gate, config_hash=cfg.config_hash(), backend="offline",
+                            judge_models={}, plugin_version="9.9.9", existing=load_baseline(BASELINE))
     path = tmp_path_factory.mktemp("bl") / "forgetful.json"
     write_baseline(path, bl)
     return path

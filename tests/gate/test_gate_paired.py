@@ -125,20 +125,27 @@ def test_gate_policy_keys_sit_beside_the_tolerances(tmp_path) -> None:  # type: 
 
 def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
     from pytest_ragdive.core.records import Verdict
+    from pytest_ragdive.gate.ranking import culprits
     from pytest_ragdive.reports.gate_lines import paired_lines
+    from pytest_ragdive.reports.text import culprit_text
 
     run = [0.6] * (N - 2) + [1.0, 1.0]
     convs = [conv(f"c{i:02d}", 0, [v]) for i, v in enumerate(run)]
     convs[0].turns[0].verdicts["correctness"] = Verdict(value=0.0, reason="the answer names the wrong plan")
     rows = check({"core": aggregate("core", convs, n_boot=10)}, baseline_noisy(), GATE, convs=convs, unstable_spread=0.3)
-    lines = paired_lines(rows, convs)
+    lines = paired_lines(rows)
     text = "\n".join(lines)
     assert lines[0].startswith("core/correctness: regression, paired drop +0.1600")
     assert "detects a drop of" in lines[0] and "too small for its tolerance, needs" in lines[0]
     assert "unstable in the baseline runs (p90 - p10 above the threshold): 20: c00, c01" in text
-    assert "what got worse (share of the mean drop):" in text
-    assert "c00: drop +0.200 (6%): turn 1 'c00 q0' 0.60: the answer names the wrong plan" in text
-    assert paired_lines([r.model_copy(update={"paired": None}) for r in rows], convs) == []
+    assert "got worse (drop, share of the total drop): c00 +0.200 (6%)" in text
+    # shares are of the total drop of the conversations that got worse: they never sum past 100%
+    row = next(r for r in rows if r.metric == "correctness")
+    assert sum(m.share for m in row.worse) <= 1 + 1e-9 and all(m.share > 0 for m in row.worse)
+    found = culprits(row, convs)
+    assert [c.id for c in found] == [m.id for m in row.worse[:5]]
+    assert culprit_text(found[0], "correctness").endswith("turn 1, the judge: the answer names the wrong plan")
+    assert paired_lines([r.model_copy(update={"paired": None}) for r in rows]) == []
 
 
 def test_rerun_plans_repeat_the_conversations_that_ran_with_later_run_numbers(tmp_path) -> None:  # type: ignore[no-untyped-def]

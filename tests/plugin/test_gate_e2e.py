@@ -101,16 +101,23 @@ def test_pass_and_regression_end_to_end(proj: pytest.Pytester, monkeypatch: pyte
     assert res.ret == 0
     got = rows(proj)[("core", "correctness")]
     assert got["verdict"] == "pass" and got["method"] == "band+paired" and got["paired"]["n"] == N
-    res.stdout.fnmatch_lines(["*detectable*", "*ragdive gate passed*", "*paired test*", "*core/correctness: pass, paired drop +0.0000*"])
+    res.stdout.fnmatch_lines(["*verdict*why*", "*correctness*pass*paired drop 0.00*", "*ragdive gate passed*",
+                              "*paired test*detectable*", "*core/correctness: pass, paired drop +0.0000*"])
     monkeypatch.setenv("TOY_WRONG", ",".join(str(k) for k in range(10)))
     make_noisy(proj)
     res = proj.runpytest("--ragdive-suite=all", "--ragdive-baseline=b.json")
     assert res.ret == 1
     got = rows(proj)[("core", "correctness")]
     assert got["verdict"] == "regression" and got["paired"]["significant"] and got["look"] == 0
-    res.stdout.fnmatch_lines(["*core/correctness*REGRESSION (paired drop +0.5833*", "*what got worse*", "*q0: drop +0.750*'What is code 0?'*"])
+    res.stdout.fnmatch_lines([
+        "*correctness*REGRESSION*paired drop 0.58*bound*> tolerance 0.05, over 12 conversations*",
+        "*ragdive gate FAILED: 1 of 2 gated metrics failed: core/correctness regressed*",
+        "*what got worse, and where*", "*core/correctness*REGRESSION*", "*q0: correctness 0.00, drop 0.75*",
+        "*paired test*", "*core/correctness: regression, paired drop +0.5833*",
+    ])
     md = (proj.path / "report" / "summary.md").read_text()
-    assert "## Paired test" in md and "| detectable |" in md
+    assert "| verdict | why |" in md and "Paired test details" in md and "## What got worse, and where" in md
+    assert "- **core/correctness ↑ REGRESSION**: paired drop 0.58" in md
 
 
 def test_inconclusive_reruns_only_the_suite_concerned_and_pools_the_runs(proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,8 +141,9 @@ def test_still_inconclusive_after_the_reruns_fails_and_says_what_would_decide(pr
     got = rows(proj)[("core", "correctness")]
     assert got["verdict"] == "inconclusive" and got["look"] == 2 and got["runs"] == 3
     res.stdout.fnmatch_lines([
-        "*ragdive gate FAILED: 1 of 2 gated metric(s) out of band (1 of them inconclusive*",
-        "*INCONCLUSIVE*still inconclusive after 2 rerun(s): detects a drop of*needs*conversations*",
+        "*ragdive gate FAILED: 1 of 2 gated metrics failed: core/correctness inconclusive*",
+        "*core/correctness*INCONCLUSIVE*cannot tell*still undecided after 2 rerun(s) (deciding needs*conversations*",
+        "*still inconclusive after 2 rerun(s): detects a drop of*needs*conversations*",
     ])
     # the other policies decide at once
     proj.makefile(".toml", pyproject=PYPROJECT.format(extra="", gate='inconclusive = "pass"'))

@@ -1,13 +1,11 @@
 """report.html: one self-contained page rendered from a RunOutcome of real scored
-conversations (the bundled example with its history switched off, gated against
-its committed baseline), checked as parsed HTML and in headless Chromium."""
+conversations (the bundled example with its history switched off, or its reader
+inventing a sentence, gated against its committed baseline), checked as parsed HTML
+(the browser checks are in test_html_browser.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -73,7 +71,10 @@ def test_self_contained_and_escaped(outcome: RunOutcome) -> None:
     page = Page(html)
     assert page.scripts == 1  # the report's own filter, nothing injected
     assert not page.find("img") and not page.find("link") and not page.find("iframe")
-    assert all("src" not in a and "href" not in a for _, a in page.tags)
+    assert all("src" not in a for _, a in page.tags)
+    # links only within the page (or to its own pages of further conversations)
+    hrefs = [a["href"] or "" for _, a in page.tags if "href" in a]
+    assert hrefs and all(re.fullmatch(r"(report-conversations-\d+\.html)?#[\w-]+", h) for h in hrefs)
     assert not any("://" in (v or "") for _, a in page.tags for v in a.values())  # URLs only as text
     assert "url(" not in html and "@import" not in html
     assert "default-src 'none'" in html  # CSP: nothing may be loaded, even by a bug
@@ -113,45 +114,80 @@ def test_typed_extra_result_gets_a_section(outcome: RunOutcome) -> None:
     assert "Sharded diagnosis" in page.text and "0.2500" in page.text
 
 
-CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+@pytest.fixture(scope="module")
+def invented() -> RunOutcome:
+    """The example's "memory" reader: a supported sentence, then an invented one."""
+    return example_outcome(history="full", reader="memory", markup=False)
 
 
-def _chromium(args: list[str], tmp: Path, timeout: float = 90) -> str:
-    """Run headless Chromium once (no network, no profile) and return stdout; the
-    browser and its children are stopped whatever happens."""
-    cmd = [
-        CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-        "--hide-scrollbars", f"--user-data-dir={tmp}", *args,
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, err[-2000:]
-    return out
+def _conv_html(html: str, key: str) -> str:
+    start = html.index(f'id="conv-{key}"')
+    return html[start:html.index("</details><details", start) if "</details><details" in html[start:] else None]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (.ci/run installs Debian's chromium package)")
-def test_renders_in_headless_chromium(outcome: RunOutcome, tmp_path: Path) -> None:
-    report_dir = tmp_path / "report"
-    path = write_html(report_dir, outcome)
-    shot = report_dir / "report.png"
-    _chromium(["--window-size=1280,2400", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile1")
-    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+def test_gate_table_is_verdict_first_with_plain_reasons_and_no_repr(invented: RunOutcome) -> None:
+    html = render_html(invented)
+    gate = html[html.index('<table class="gate">'):html.index("</table>", html.index('<table class="gate">'))]
+    assert re.findall(r"<th>([^<]+)</th>", gate)[:7] == [
+        "suite", "metric", "baseline band", "current [95% CI]", "delta", "verdict", "why"]
+    for raw in ("band_verdict", "on_inconclusive", "noise_free=", "Moved(", "drop=0.", "looks"):
+        assert raw not in gate, raw
+    assert "paired drop 0.18 &gt; tolerance 0.02 (exact: the runs repeat), over 30 conversations" in gate
+    # grouped by dimension, details behind a toggle as labelled fields
+    dims = re.findall(r'<tr class="dim"><th colspan="7">(\w+)', gate)
+    assert dims == ["retrieval", "grounding", "answer", "safety"]
+    assert gate.count('<details class="row-details">') == len(invented.gate or [])
+    assert "<dt>detectable drop (80% power)</dt><dd>any change</dd>" in gate
+    # the headline names the failed metrics, right under the title
+    head = html[html.index('<p class="headline bad">'):html.index("</p>", html.index('<p class="headline bad">'))]
+    assert "5 of 10 gated metrics failed: core/faithfulness, core/numbers_grounded, core/answer_f1, core/assertion_pass_rate, core/safety_pass_rate" in head
+    assert html.index("<h1>") < html.index(head) < html.index('<table class="gate">')
 
-    # the DOM after the page's script ran, opened filtered on one verdict
-    dom = _chromium(["--virtual-time-budget=3000", "--dump-dom", path.as_uri() + "#verdict=error"], tmp_path / "profile2")
-    page = Page(dom)
-    assert len(page.find("svg", "curve")) >= 1 and page.find("circle")
-    convs = page.find("details", "conv")
-    assert len(convs) == len(outcome.conversations)
-    shown = [a for a in convs if "hidden" not in a]
-    assert len(shown) == 1 and shown[0]["data-verdict"] == "error"  # the filter script hid the others
-    body = page.find("body")[0]
-    assert body.get("data-filter") == "error"
-    assert "data-pwned" not in body  # the hostile answer did not
-    assert str(len(shown)) in page.text
+
+def test_invented_sentence_is_highlighted_and_the_baseline_answer_beside_it(invented: RunOutcome) -> None:
+    html = render_html(invented)
+    worst = next(r for r in invented.regressions() if r.metric == "faithfulness").worse[0].id
+    assert worst == "core-2fa-recovery"
+    body = _conv_html(html, f"core__{worst.replace('-', '_')}__run0")
+    invented_text = "Business comes with unlimited cloud storage for every camera on the site."
+    # highlighted inside the answer, with what no source holds on hover
+    marked = re.findall(r'<span class="unit u-unsupported" title="([^"]+)">([^<]*(?:<ins>[^<]*</ins>[^<]*)*)</span>', body)
+    texts = {re.sub(r"</?ins>", "", text): title for title, text in marked}
+    assert invented_text in texts and "no source holds “comes, unlimited, cloud" in texts[invented_text]
+    # the baseline's answer beside today's, the new words marked, both sides' values
+    since = body[body.index('<section class="since">'):body.index("</section>")]
+    base = invented.baseline_answers[f"core::{worst}"]
+    assert base.turns[2].answer is not None and base.turns[2].answer in since
+    assert invented_text not in base.turns[2].answer
+    assert "<ins>Business</ins>" in since and "faithfulness 1.00 → <b>0.67</b>" in since
+    # the supporting span of a supported sentence on hover, its context named
+    assert re.search(r'class="unit u-supported" title="supported \(1\.00\) by lost-2fa-device#\d: “', body)
+    assert "context <b>lost-2fa-device#0</b>" in body
+
+
+def test_forgetfulness_row_names_the_conversations_and_turns(outcome: RunOutcome) -> None:
+    html = render_html(outcome)
+    row = html[html.index('data-metric="forgetfulness" data-verdict="regression"'):]
+    row = row[:row.index("</tr>")]
+    forgetful = {c.id: [t.index + 1 for t in c.turns if "forgetful" in t.flags] for c in outcome.conversations if c.error is None}
+    named = re.findall(r'>([\w-]+)</a> \(turn ([\d, ]+)\)', row)
+    assert len(named) >= 5 and all(forgetful[cid] == [int(x) for x in turns.split(", ")] for cid, turns in named)
+    assert "answered a follow-up correctly stand-alone but wrongly in the conversation" in row
+    # a forgetful turn shows its stand-alone answer beside the conversation's
+    assert html.count('<div class="pair forgot">') == sum(len(v) for v in forgetful.values())
+
+
+def test_a_large_run_shows_the_worst_in_full_and_pages_the_rest(outcome: RunOutcome, tmp_path: Path) -> None:
+    path = write_html(tmp_path, outcome, worst=8, page=10)
+    page = Page(path.read_text())
+    assert len(page.find("details", "conv")) == 8
+    lines = page.find("li", "conv-line")
+    assert len(lines) == 22 and {a.get("data-verdict") for a in lines} <= set(VERDICTS)
+    pages = sorted(p.name for p in tmp_path.glob("report-conversations-*.html"))
+    assert pages == ["report-conversations-1.html", "report-conversations-2.html", "report-conversations-3.html"]
+    assert sum(len(Page((tmp_path / p).read_text()).find("details", "conv")) for p in pages) == 22
+    target = page.find("a")[-1]["href"] or ""
+    name, anchor = target.split("#")
+    assert f'id="{anchor}"' in (tmp_path / name).read_text()
+    write_html(tmp_path, outcome)  # all in one page again: the stale pages go
+    assert not list(tmp_path.glob("report-conversations-*.html"))

@@ -3,7 +3,7 @@
   var verdict = document.getElementById("verdict-filter");
   var suite = document.getElementById("suite-filter");
   var shown = document.getElementById("conv-shown");
-  var convs = document.querySelectorAll("details.conv");
+  var convs = document.querySelectorAll("details.conv, li.conv-line");
   function apply() {
     var v = verdict ? verdict.value : "all";
     var s = suite ? suite.value : "all";
@@ -19,7 +19,20 @@
     document.body.setAttribute("data-filter", v);
   }
   function toggle(open) {
-    for (var i = 0; i < convs.length; i++) { if (!convs[i].hidden) { convs[i].open = open; } }
+    for (var i = 0; i < convs.length; i++) {
+      if (!convs[i].hidden && convs[i].tagName === "DETAILS") { convs[i].open = open; }
+    }
+  }
+  // a link to a conversation (#conv-...) opens it, shown whatever the filter
+  function reveal() {
+    var h = window.location.hash;
+    if (h.indexOf("#conv-") !== 0) { return; }
+    var d = document.getElementById(h.slice(1));
+    if (d && d.tagName === "DETAILS") {
+      d.hidden = false;
+      d.open = true;
+      d.scrollIntoView();
+    }
   }
   if (verdict) { verdict.addEventListener("change", apply); }
   if (suite) { suite.addEventListener("change", apply); }
@@ -27,6 +40,7 @@
   var co = document.getElementById("collapse-all");
   if (ex) { ex.addEventListener("click", function () { toggle(true); }); }
   if (co) { co.addEventListener("click", function () { toggle(false); }); }
+  window.addEventListener("hashchange", reveal);
   // report.html#verdict=below_band opens the report filtered
   var m = /verdict=([a-z_]+)/.exec(window.location.hash);
   if (m && verdict) {
@@ -35,4 +49,5 @@
     }
   }
   apply();
+  reveal();
 })();

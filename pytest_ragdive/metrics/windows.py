@@ -1,0 +1,135 @@
+"""Where in a set of texts a sentence finds its evidence: the texts' sentences and
+adjacent pairs of sentences (*windows*) with their match terms and character spans, the
+exact terms an embedding cannot be trusted with (numbers, negation, names), and the best
+cosine over the windows that hold a sentence's exact terms (the embedded model,
+:mod:`.semantic`, imported on first use). The rule that turns this into support is
+:mod:`.grounding`'s."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from .lexical import _terms
+from .text import match_terms, split_sentences
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Prepared", "Window", "exact_terms", "guarded_best", "guarded_cosines", "prepare", "window_matrix", "windows_of"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """One or two adjacent sentences of a context (or of an answer, for coverage)."""
+
+    source: int  # index of the context (coverage: of the answer's first unit in the window)
+    start: int  # character span in that context's text
+    end: int
+    text: str
+    terms: frozenset[str]
+
+
+
+_WORD_RE = re.compile(r"[A-Za-z0-9][\w'’-]*")
+
+
+@lru_cache(maxsize=8192)
+def exact_terms(text: str) -> frozenset[str]:
+    """The terms of ``text`` an embedding cannot be trusted with: numbers, negation
+    (``not``, which "never", "no" and "don't" become) and names (capitalised words after
+    the first)."""
+    terms = _terms(text)
+    out = {t for t in terms if t == "not" or any(ch.isdigit() for ch in t)}
+    for i, m in enumerate(_WORD_RE.finditer(text)):
+        if i and m.group(0)[0].isupper():
+            out.update(t for t in match_terms(m.group(0)) if t in terms)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    union: frozenset[str]
+    windows: tuple[Window, ...]  # sentences, then adjacent pairs
+    sentences: tuple[Window, ...]
+
+
+def windows_of(pieces: Sequence[tuple[int, int, int, str]]) -> list[Window]:
+    """Each piece (source, start, end, text) and each pair of adjacent pieces of one source."""
+    out = [Window(s, a, b, t, _terms(t)) for s, a, b, t in pieces]
+    for (s1, a1, _, t1), (s2, _, b2, t2) in zip(pieces, pieces[1:], strict=False):
+        if s1 == s2:
+            text = f"{t1} {t2}"
+            out.append(Window(s1, a1, b2, text, _terms(text)))
+    return out
+
+
+@lru_cache(maxsize=512)
+def prepare(texts: tuple[str, ...]) -> Prepared:
+    union: set[str] = set()
+    pieces: list[tuple[int, int, int, str]] = []
+    for i, text in enumerate(texts):
+        union |= _terms(text)
+        pos = 0
+        for sentence in split_sentences(text):
+            start = text.find(sentence, pos)
+            start = pos if start < 0 else start
+            pos = start + len(sentence)
+            if _terms(sentence):
+                pieces.append((i, start, pos, sentence))
+    windows = tuple(windows_of(pieces))
+    return Prepared(frozenset(union), windows, windows[: len(pieces)])
+
+
+@lru_cache(maxsize=512)
+def window_matrix(texts: tuple[str, ...]) -> np.ndarray:
+    """The embeddings of a set of windows' texts, once per set (contexts repeat across turns)."""
+    from .semantic import embedder
+
+    return embedder().embed(list(texts))
+
+
+def guarded_best(
+    texts: Sequence[str], exact: Sequence[frozenset[str]], windows: Sequence[Window]
+) -> list[tuple[float | None, Window | None]]:
+    """Per text, the best cosine over the windows that hold its exact terms."""
+    if not texts or not windows:
+        return [(None, None)] * len(texts)
+    import numpy as np
+
+    from .semantic import embedder
+
+    sims = embedder().embed(list(texts)) @ window_matrix(tuple(w.text for w in windows)).T
+    out: list[tuple[float | None, Window | None]] = []
+    for i, need in enumerate(exact):
+        row = sims[i]
+        if need:
+            ok = np.fromiter((need <= w.terms for w in windows), dtype=bool, count=len(windows))
+            if not ok.any():
+                out.append((None, None))
+                continue
+            row = np.where(ok, row, -np.inf)
+        j = int(np.argmax(row))
+        out.append((float(row[j]), windows[j]))
+    return out
+
+
+def guarded_cosines(texts: Sequence[str], exact: Sequence[frozenset[str]], others: Sequence[str]) -> np.ndarray | None:
+    """Guarded cosines of every text with every one of ``others`` (-inf where the guard fails)."""
+    if not texts or not others:
+        return None
+    import numpy as np
+
+    from .semantic import embedder
+
+    sims = embedder().similarity(list(texts), list(others))
+    other_terms = [_terms(o) for o in others]
+    for i, need in enumerate(exact):
+        if need:
+            for j, ot in enumerate(other_terms):
+                if not need <= ot:
+                    sims[i, j] = -np.inf
+    return sims
