@@ -66,6 +66,7 @@ class RagdiveConfig(Strict):
     judge_mode: Literal["direct", "batch"] = "direct"
     judge_cascade: list[str] = Field(default_factory=list)
     forgetfulness_probe: bool = True
+    redact_env: list[str] = Field(default_factory=list)  # variables whose values are scrubbed (***) from every reply
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))
     gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.

@@ -182,7 +182,7 @@ class RagdiveSession:
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
         """Run (or fetch the prefetched run of) one planned conversation."""
         if self._target is None:
-            self._target = as_async(target, self.cfg.target_timeout_s)
+            self._target = self._wrap(target)
         atarget = self._target
         if item is not None and self.scheduler is not None:
             self.scheduler.schedule(self, item, atarget)
@@ -201,6 +201,11 @@ class RagdiveSession:
                 "(--ragdive-deadline / deadline_s)",
                 pytrace=False,
             )
+
+    def _wrap(self, target: Any) -> AsyncTarget:
+        """The target as the pipeline calls it: timed out, scrubbed of the run's secrets, watched."""
+        p = self.pipeline
+        return as_async(target, self.cfg.target_timeout_s, secrets=p.secrets, calls=p.calls)
 
     def _deadline_reached(self, item: pytest.Item | None) -> None:
         """Stop the session after this item; the run ends as an interrupted one."""
@@ -356,7 +361,7 @@ class RagdiveSession:
         """The target for reruns: the one the items used, else the config's."""
         if self._target is None and self.cfg.target:
             try:
-                self._target = as_async(self.default_target(), self.cfg.target_timeout_s)
+                self._target = self._wrap(self.default_target())
             except TargetError:
                 return None
         return self._target

@@ -31,7 +31,7 @@ def run_suite(
     notes: list[str] = []
     plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
     pipeline = Pipeline(cfg)
-    atarget = as_async(target, cfg.target_timeout_s)
+    atarget = as_async(target, cfg.target_timeout_s, secrets=pipeline.secrets, calls=pipeline.calls)
     try:
         futures = [pipeline.submit(p, atarget) for p in plans]
         convs = [f.result() for f in futures]

@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import RagdiveConfig
-from ..core.errors import FatalRunError
+from ..core.errors import FatalRunError, TargetError
 from ..core.records import Conversation, Document
+from ..llm.redact import run_secrets
 from ..plugin.progress import Snapshot
 from ..sources.golden import load_corpus
 from .planning import Plan
 from .target import AsyncTarget
 from .turn_loop import BackgroundLoop, OnTurn, record_error, run_conversation, run_scripted
+from .watchdog import InFlight
 
 if TYPE_CHECKING:
     from ..metrics.backends import JudgeAsItRuns
@@ -38,6 +40,9 @@ class Pipeline:
         self._corpora: dict[str, dict[str, Document]] = {}
         self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
         self._released = Snapshot()  # finished conversations let go of (release): still counted by progress
+        self.secrets = run_secrets(cfg)  # scrubbed from every reply of the LLM and the target
+        self.calls = InFlight()  # the target calls under way (the watchdog reads them)
+        self.stalled: str | None = None  # the watchdog's message once the loop stalled: the run stops
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -55,7 +60,7 @@ class Pipeline:
         if self._llm is None:
             from ..llm import LLMClient
 
-            self._llm = LLMClient.from_config(self.cfg)
+            self._llm = LLMClient.from_config(self.cfg, secrets=self.secrets)
         return self._llm
 
     @property
@@ -91,12 +96,31 @@ class Pipeline:
         """Start a plan (once; later calls return the same future)."""
         fut = self._futures.get(plan.key)
         if fut is None:
+            if self.stalled is not None:
+                raise TargetError(self.stalled)
             if self._loop is None:
-                self._loop = BackgroundLoop(self.cfg.concurrency)
+                self._loop = BackgroundLoop(
+                    self.cfg.concurrency, self.cfg.target_timeout_s, on_stall=self._stall, calls=self.calls
+                )
             loop = self._loop
             fut = loop.submit(lambda: self.run_plan(plan, target, slot=loop.slot()), bounded=False)
             self._futures[plan.key] = fut
         return fut
+
+    def _stall(self, message: str) -> None:
+        """The watchdog found the loop blocked (or a call that ignores its cancellation):
+        every conversation still waited for is cancelled, so that the run ends now
+        (called in the watchdog's thread)."""
+        self.stalled = message
+        if message not in self.fatal:
+            self.fatal.append(message)
+        for fut in list(self._futures.values()):
+            fut.cancel()
+
+    def finished(self) -> list[Conversation]:
+        """The conversations that finished and are still held (not released): what an
+        interrupted run reports beside those its items handed over."""
+        return [f.result() for f in list(self._futures.values()) if f.done() and not f.cancelled() and f.exception() is None]
 
     def release(self, key: str) -> None:
         """Let go of a finished plan's conversation (the caller holds what it needs of it);
@@ -111,7 +135,7 @@ class Pipeline:
 
     def close(self) -> None:
         if self._loop is not None:
-            if self._llm is not None and hasattr(self._llm, "aclose"):
+            if self._llm is not None and hasattr(self._llm, "aclose") and self._loop.turning():  # a blocked loop: no wait
                 try:
                     self._loop.run(self._llm.aclose(), timeout=10)
                 except (Exception, KeyboardInterrupt):  # noqa: BLE001 - best effort at shutdown; a second Ctrl-C ends it
