@@ -103,6 +103,18 @@ class _Concluding:
             for line in score_lines(got):
                 reporter.write_line("    " + line)
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A previous run's report files go before this run starts: whatever this run
+        writes (or, stopped early, does not) is all the report dir holds."""
+        cfg = self.sess.cfg
+        if cfg.report_dir and not session.config.option.collectonly:
+            from ..reports.write import clear_reports
+
+            try:
+                clear_reports(cfg.path(cfg.report_dir))
+            except OSError as e:
+                self.sess.notes.append(f"could not remove the previous run's reports from {cfg.report_dir}: {e}")
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
         from .interrupts import InterruptGuard
@@ -114,6 +126,12 @@ class _Concluding:
             result = yield
             completed = not session.shouldstop and not session.shouldfail
             return result
+        except KeyboardInterrupt as e:
+            if session.config.option.fulltrace:
+                raise
+            # pytest formats the whole traceback of an interrupt (it prints one line of it): from
+            # deep inside the test loop that takes a second or more; from here, a few frames
+            raise e.with_traceback(None) from e.__cause__
         finally:
             if not completed:
                 self.sess.close()  # stop what is still in flight before deciding

@@ -184,12 +184,12 @@ class RagdiveSession:
         if self._target is None:
             self._target = self._wrap(target)
         atarget = self._target
-        if item is not None and self.scheduler is not None:
-            self.scheduler.schedule(self, item, atarget)
-        fut = self.pipeline.submit(plan, atarget)
-        if self.deadline_at is None:
-            return self.progress.wait(fut) if self.progress is not None else fut.result()
         try:
+            if item is not None and self.scheduler is not None:
+                self.scheduler.schedule(self, item, atarget)
+            fut = self.pipeline.submit(plan, atarget)
+            if self.deadline_at is None:
+                return self.progress.wait(fut) if self.progress is not None else fut.result()
             if self.progress is not None:
                 return self.progress.wait(fut, deadline=self.deadline_at)
             return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
@@ -201,6 +201,17 @@ class RagdiveSession:
                 "(--ragdive-deadline / deadline_s)",
                 pytrace=False,
             )
+        except (concurrent.futures.CancelledError, TargetError):
+            stalled = self.pipeline.stalled
+            if stalled is None:
+                raise
+        # the watchdog cancelled what waited (a stalled loop): the run stops after this item
+        done = self.pipeline.finished(plan.key)
+        if done:
+            return done[0]  # it finished before the loop stalled
+        if item is not None:  # (shouldfail, not shouldstop: the exit code is 1, "tests failed")
+            item.session.shouldfail = "ragdive: the event loop stalled (see the ragdive error below)"
+        pytest.fail(f"not finished: {stalled}", pytrace=False)
 
     def _wrap(self, target: Any) -> AsyncTarget:
         """The target as the pipeline calls it: timed out, scrubbed of the run's secrets, watched."""
@@ -293,6 +304,7 @@ class RagdiveSession:
             baseline = self._existing_baseline()
         if not completed and self.deadline_at is not None and time.monotonic() >= self.deadline_at:
             self._deadline_reached(None)  # (the xdist controller: its workers stopped at it)
+        not_run = [] if completed else self._unfinished()
         facts = RunFacts(
             planned=len(self.plans()),
             completed=completed,
@@ -302,6 +314,7 @@ class RagdiveSession:
             backend=self.backend_name(),
             judge_models=self.judge_models(),
             golden=self._golden() if self.cfg.update_baseline else {},
+            not_run=not_run,
         )
         convs = self.collected.values()
         # (conversations held without their contexts had some: then no metric is switched off)
@@ -322,6 +335,22 @@ class RagdiveSession:
             outcome.status = GateStatus.FAILED
         self.outcome = outcome
         return outcome
+
+    def _unfinished(self) -> list[str]:
+        """An interrupted run (Ctrl-C, the deadline, a stalled loop, -x): every conversation
+        that finished is kept, also those whose item never ran; the keys of the planned
+        ones that did not finish (listed as not run)."""
+        for conv in self.pipeline.finished():
+            if self.collected.get(conv.key) is None:
+                self.collect(conv)
+        not_run = [p.key for p in self.plans() if self.collected.get(p.key) is None]
+        if not_run:
+            shown = ", ".join(not_run[:5]) + (f" and {len(not_run) - 5} more" if len(not_run) > 5 else "")
+            self.notes.append(
+                f"{len(not_run)} of {len(self.plans())} planned conversation(s) did not finish (listed as "
+                f"not_run in results.json): {shown}"
+            )
+        return not_run
 
     def _rerun_inconclusive(self, outcome: RunOutcome, baseline: Baseline | None, facts: RunFacts) -> RunOutcome:
         """``gate.inconclusive = "rerun"``: run the suites whose gate is

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..core.paths import atomic_open
 from ..core.records import Conversation, Turn
 from ..gate.outcome import RunOutcome
 from ..gate.paired import value_of
@@ -422,7 +423,7 @@ def write_html(report_dir: Path, outcome: RunOutcome, bodies: Bodies | None = No
     :func:`iter_html` (conversations held without their contexts, rendered when scored)."""
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / "report.html"
-    with open(path, "w", encoding="utf-8") as fh:  # piece by piece: the page is never held whole
+    with atomic_open(path) as fh:  # piece by piece: the page is never held whole
         for piece in iter_html(outcome, bodies=bodies):
             fh.write(piece)
     return path

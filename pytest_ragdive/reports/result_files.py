@@ -71,6 +71,7 @@ def read_outcome(path: Path) -> RunOutcome:
             conversations=read_conversations(path) if path.suffix != ".jsonl" else [],
             notes=list(data.get("notes") or []),
             fatal=list(data.get("fatal") or []),
+            not_run=list(data.get("not_run") or []),
             baseline_path=data.get("baseline_path"),
             llm=None if not data.get("llm") else LLMStats.model_validate(data["llm"]),
             judge_calls=None if not data.get("judge_calls") else JudgeCalls.model_validate(data["judge_calls"]),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from pathlib import Path
 from typing import Any
 
 from ..core.config import RagdiveConfig, load_config
+from ..core.errors import TargetError
 from ..core.records import Conversation
 from ..core.results import SuiteResult
 from ..metrics.aggregate import aggregate
@@ -35,6 +37,10 @@ def run_suite(
     try:
         futures = [pipeline.submit(p, atarget) for p in plans]
         convs = [f.result() for f in futures]
+    except concurrent.futures.CancelledError:
+        if pipeline.stalled is None:
+            raise
+        raise TargetError(pipeline.stalled) from None  # the watchdog: the event loop stalled
     finally:
         pipeline.close()
     if conversations is not None:

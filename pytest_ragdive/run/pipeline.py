@@ -36,6 +36,7 @@ class Pipeline:
         self.fatal: list[str] = []
         self._loop: BackgroundLoop | None = None
         self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
+        self._done: dict[str, Conversation] = {}  # plan key -> its finished conversation (until released)
         self._llm: Any = None
         self._corpora: dict[str, dict[str, Document]] = {}
         self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
@@ -103,9 +104,15 @@ class Pipeline:
                     self.cfg.concurrency, self.cfg.target_timeout_s, on_stall=self._stall, calls=self.calls
                 )
             loop = self._loop
-            fut = loop.submit(lambda: self.run_plan(plan, target, slot=loop.slot()), bounded=False)
+            fut = loop.submit(lambda: self._run_kept(plan, target, loop.slot()), bounded=False)
             self._futures[plan.key] = fut
         return fut
+
+    async def _run_kept(self, plan: Plan, target: AsyncTarget, slot: asyncio.Semaphore) -> Conversation:
+        conv = await self.run_plan(plan, target, slot=slot)
+        # kept at once, on the loop: a loop that blocks right after never hands it to the future
+        self._done[plan.key] = conv
+        return conv
 
     def _stall(self, message: str) -> None:
         """The watchdog found the loop blocked (or a call that ignores its cancellation):
@@ -117,10 +124,13 @@ class Pipeline:
         for fut in list(self._futures.values()):
             fut.cancel()
 
-    def finished(self) -> list[Conversation]:
-        """The conversations that finished and are still held (not released): what an
-        interrupted run reports beside those its items handed over."""
-        return [f.result() for f in list(self._futures.values()) if f.done() and not f.cancelled() and f.exception() is None]
+    def finished(self, key: str | None = None) -> list[Conversation]:
+        """The conversations that finished and are still held (not released; ``key``: that
+        plan's only): what an interrupted run reports beside those its items handed over."""
+        if key is not None:
+            conv = self._done.get(key)
+            return [conv] if conv is not None else []
+        return list(self._done.values())
 
     def release(self, key: str) -> None:
         """Let go of a finished plan's conversation (the caller holds what it needs of it);
@@ -129,6 +139,7 @@ class Pipeline:
         if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
             return
         del self._futures[key]
+        self._done.pop(key, None)
         self._released.done += 1
         self._released.started += 1
         self._released.turns += len(fut.result().turns)

@@ -89,11 +89,16 @@ class Watchdog:
         limit_s: float,
         on_stall: Callable[[str], None],
         calls: InFlight | None = None,
+        *,
+        min_limit_s: float | None = None,
+        grace_s: float | None = None,
     ) -> None:
         self.loop = loop
         self.loop_thread = loop_thread
         self.target_timeout_s = limit_s
-        self.limit_s = max(limit_s, MIN_LIMIT_S)
+        self.min_limit_s = MIN_LIMIT_S if min_limit_s is None else min_limit_s
+        self.limit_s = max(limit_s, self.min_limit_s)
+        self.grace_s = GRACE_S if grace_s is None else grace_s
         self.on_stall = on_stall
         self.calls = calls
         self.interval_s = 0.25
@@ -114,13 +119,15 @@ class Watchdog:
         if not self._stop.is_set():
             self.loop.call_later(self.interval_s, self._beat)
 
-    def turning(self, wait_s: float = PING_S) -> bool:
-        """Whether the loop runs callbacks: a recent beat, else a ping answered within ``wait_s``."""
+    def turning(self) -> bool:
+        """Whether the loop runs callbacks: a recent beat; no beat for a second: no (a
+        shutdown or an interrupt then waits for nothing); in between, a short ping."""
         if self.stalled is not None:
             return False
-        if time.monotonic() - self.last_beat < 2 * self.interval_s:
+        age = time.monotonic() - self.last_beat
+        if age < 2 * self.interval_s:
             return True
-        return ping(self.loop, wait_s)
+        return age < 1.0 and ping(self.loop, self.interval_s)
 
     def _watch(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -128,7 +135,7 @@ class Watchdog:
             message = None
             if now - self.last_beat > self.limit_s and not ping(self.loop, PING_S):
                 message = self._blocked(time.monotonic() - self.last_beat)
-            elif self.calls is not None and (late := self.calls.overdue(GRACE_S, now)) is not None:
+            elif self.calls is not None and (late := self.calls.overdue(self.grace_s, now)) is not None:
                 age, timeout_s, info = late
                 message = (
                     f"{call_label(info)}: the target has not returned {age:.0f} s after the call started, although "
@@ -145,7 +152,7 @@ class Watchdog:
         where, spot = describe_stack(sys._current_frames().get(self.loop_thread.ident or -1))
         return (
             f"the ragdive event loop has not turned for {age:.0f} s (more than target_timeout_s = "
-            f"{self.target_timeout_s:g} s{'' if self.target_timeout_s >= MIN_LIMIT_S else f', at least {MIN_LIMIT_S:g} s'}): "
+            f"{self.target_timeout_s:g} s{'' if self.target_timeout_s >= self.min_limit_s else f', at least {self.min_limit_s:g} s'}): "
             f"{where} blocks it{f' at {spot}' if spot else ''}. A blocking call inside an async target (time.sleep, "
             "a synchronous HTTP client, heavy CPU work) stops every conversation: await it (asyncio.sleep, an async "
             "client, asyncio.to_thread), or make the target a plain def (it then runs in a thread of its own). "
