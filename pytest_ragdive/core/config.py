@@ -33,7 +33,7 @@ from .config_models import (
     Strict,
     SuiteConfig,
 )
-from .errors import ConfigError, one_line
+from .errors import ConfigError, one_line, quote
 
 SUITE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -252,8 +252,8 @@ def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None
     if first["type"] == "extra_forbidden":
         fields = _fields_at(loc[:-1])
         hint = f" (expected one of: {', '.join(fields)})" if fields else ""
-        return f"ragdive config error in {where}: unknown key {key!r}{hint}"
-    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {key!r}')}"
+        return f"ragdive config error in {where}: unknown key {quote(key)}{hint}"
+    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {quote(key)}')}"
 
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:
