@@ -214,6 +214,11 @@ def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
     return f"{text[:limit]}... ({size})"
 
 
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` as it is when short, else its first ``limit`` characters and its length."""
+    return text if len(text) <= limit + 20 else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def fault(path: Any, message: str, *, line: int | None = None, col: int | None = None, got: Any = _NOTHING) -> str:
     """One bounded error line: ``FILE:LINE:COL: message, got <value cut by quote()>``
     (line, column and value only where known)."""

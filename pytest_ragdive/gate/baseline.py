@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.config import SUITE_NAME_RE
-from ..core.errors import BaselineError, fault, one_line, quote
+from ..core.errors import BaselineError, cut, fault, one_line
 from ..core.paths import read_text
 from ..core.records import Conversation
 from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, SuiteResult
@@ -74,7 +74,7 @@ def _invalid(path: Path, err: ValidationError, size: int) -> str:
             hint = " (the file ends early: truncated?)" if "EOF" in m.group(1) else ""
             return fault(f"ragdive baseline {path}", f"invalid JSON: {m.group(1)}{hint} ({size} characters)",
                          line=int(m.group(2)), col=int(m.group(3)))
-        return fault(f"ragdive baseline {path}", f"invalid JSON: {quote(msg)}")
+        return fault(f"ragdive baseline {path}", f"invalid JSON: {cut(msg)}")
     return f"ragdive baseline {path} is invalid: {one_line(err)}"
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from ..core.errors import GoldenError, fault, one_line, quote
+from ..core.errors import GoldenError, cut, fault, one_line, quote
 from ..core.paths import read_text
 from ..core.records import Conversation, Document, QuestionType, Turn
 
@@ -177,7 +177,7 @@ def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[
         mark = getattr(e, "problem_mark", None)
         problem = str(getattr(e, "problem", None) or e)
         raise GoldenError(fault(
-            path, f"invalid YAML: {problem if len(problem) <= 200 else quote(problem)}",
+            path, f"invalid YAML: {cut(problem)}",
             line=mark.line + 1 if mark is not None else None, col=mark.column + 1 if mark is not None else None,
         )) from None
     finally:
