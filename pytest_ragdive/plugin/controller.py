@@ -154,6 +154,13 @@ class _Concluding:
         # clean-up collects garbage (several full passes over the heap)
         self.sess.collected.clear()
 
+    @pytest.hookimpl(trylast=True, specname="pytest_terminal_summary")  # the last words of the summary
+    def pytest_terminal_summary_threads(self, terminalreporter: Any) -> None:
+        """Reports written, session fixtures torn down: name what would keep the process alive now."""
+        leaked = self.sess.threads.line()
+        if leaked:
+            terminalreporter.write_line(leaked, yellow=True, bold=True)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         outcome = self.sess.outcome
         if outcome is None or self.sess.config.option.collectonly:

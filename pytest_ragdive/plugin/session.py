@@ -31,6 +31,7 @@ from ..run.planning import Plan, plan_all
 from ..run.target import AsyncTarget, TargetError, as_async
 from .options import cli_values, config_dirs, flag_names
 from .progress import Progress
+from .threads import ThreadCensus
 
 if TYPE_CHECKING:
     from ..gate.conclude import RunFacts
@@ -69,6 +70,7 @@ class RagdiveSession:
         # --ragdive-deadline: measured from the start of the session
         self.deadline_at = time.monotonic() + cfg.deadline_s if cfg.deadline_s is not None else None
         self.deadline_hit = False
+        self.threads = ThreadCensus()  # threads alive before the run: not the run's leak
 
     # -- configuration ------------------------------------------------------
     @classmethod
