@@ -204,8 +204,14 @@ class Secrets:
         return text
 
     def _dirty(self, texts: Iterable[str | None]) -> bool:
-        known = self.known()
-        return bool(known) and any(t and any(s in t for s in known) for t in texts)
+        known = self._scrubbed if self._scrubbed is not None else self.known()
+        if known:
+            for t in texts:
+                if t:
+                    for secret in known:
+                        if secret in t:
+                            return True
+        return False
 
     def scrub_reply(self, resp: CachedResponse) -> CachedResponse:
         """An LLM reply (fetched, or a cache hit an older version stored) with every known

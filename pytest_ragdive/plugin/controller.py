@@ -103,21 +103,31 @@ class _Concluding:
             for line in score_lines(got):
                 reporter.write_line("    " + line)
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """A previous run's report files go before this run starts: whatever this run
-        writes (or, stopped early, does not) is all the report dir holds."""
-        cfg = self.sess.cfg
-        if cfg.report_dir and not session.config.option.collectonly:
-            from ..reports.write import clear_reports
+    def runs_conversations(self, session: pytest.Session) -> bool:
+        """Whether this run will run conversations (some ragdive item is selected)."""
+        from .items import RagdiveItem
 
-            try:
-                clear_reports(cfg.path(cfg.report_dir))
-            except OSError as e:
-                self.sess.notes.append(f"could not remove the previous run's reports from {cfg.report_dir}: {e}")
+        return any(isinstance(i, RagdiveItem) for i in session.items)
+
+    def clear_previous_reports(self, session: pytest.Session) -> None:
+        """A run of conversations starts with a report dir holding nothing of an earlier
+        run: whatever this run writes (or, stopped early, does not) is all it holds. (A
+        run that selects no conversation leaves the reports alone: it writes none.)"""
+        cfg = self.sess.cfg
+        if not cfg.report_dir or session.config.option.collectonly or not self.runs_conversations(session):
+            return
+        from ..reports.write import clear_reports
+
+        try:
+            clear_reports(cfg.path(cfg.report_dir))
+        except OSError as e:
+            self.sess.notes.append(f"could not remove the previous run's reports from {cfg.report_dir}: {e}")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
         from .interrupts import InterruptGuard
+
+        self.clear_previous_reports(session)
 
         self.guard = InterruptGuard()  # a second Ctrl-C while shutting down quits at once
         self.guard.install()
@@ -258,6 +268,9 @@ class DistController(_Concluding):
 
     def __init__(self, sess: RagdiveSession) -> None:
         self.sess = sess
+
+    def runs_conversations(self, session: pytest.Session) -> bool:
+        return bool(self.sess.plans())  # (the workers collect: the controller knows the plan only)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         out = getattr(node, "workeroutput", None) or {}
