@@ -147,8 +147,8 @@ def as_async(
                 "raise it with --ragdive-target-timeout or in the config)"
             ) from None
         finally:
-            if started is not None:
-                calls.end(started)  # type: ignore[union-attr]
+            if calls is not None and started is not None:
+                calls.end(started)
         resp = coerce_response(value)
         return secrets.scrub_target(resp) if secrets is not None else resp
 
