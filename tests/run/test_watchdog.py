@@ -39,6 +39,13 @@ def _loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
     return loop, thread
 
 
+def _stop(loop: asyncio.AbstractEventLoop, thread: threading.Thread, dog: Watchdog) -> None:
+    dog.stop()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
 def test_a_blocked_loop_is_named_by_conversation_turn_and_line() -> None:
     release = threading.Event()
 
@@ -65,9 +72,7 @@ def test_a_blocked_loop_is_named_by_conversation_turn_and_line() -> None:
     assert "conversation core/c-snow (run 2), turn 1 ('Is snow cold?') blocks it at" in msg
     assert f"{Path(__file__).name}:" in msg and "in blocking_bot" in msg
     assert fut.result(timeout=10).turns[0].answer == "late"
-    dog.stop()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
+    _stop(loop, thread, dog)
 
 
 def test_a_turning_loop_is_never_flagged() -> None:
@@ -77,9 +82,7 @@ def test_a_turning_loop_is_never_flagged() -> None:
     dog.start()
     time.sleep(1.2)
     assert stalls == [] and dog.turning()
-    dog.stop()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
+    _stop(loop, thread, dog)
 
 
 def test_a_call_that_swallows_its_cancellation_is_named() -> None:
@@ -108,9 +111,7 @@ def test_a_call_that_swallows_its_cancellation_is_named() -> None:
     assert "CancelledError" in stalls[0] and dog.turning() is False
     release.set()
     assert task.result(timeout=5).answer == "late"  # (it swallowed the timeout too)
-    dog.stop()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
+    _stop(loop, thread, dog)
     assert call_label(None) == "a stand-alone probe"
 
 
@@ -138,6 +139,9 @@ def test_closing_a_blocked_loop_waits_for_nothing() -> None:
     took = time.monotonic() - t0
     release.set()
     assert took < 1.5, took  # before: 5 s for the tasks, 5 s for the thread
+    bg._thread.join(5)  # unblocked, the loop stops as it was asked to
+    assert not bg._thread.is_alive()
+    bg._loop.close()
 
 
 def test_run_suite_ends_with_one_error_naming_the_stall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
