@@ -11,10 +11,12 @@ import csv
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..core.errors import ReviewError
+from ..core.paths import read_text
 from .review_export import CRITERIA, DIALOGUE_CRITERIA, TURN_CRITERIA
 
 YES = {"1", "y", "yes", "true", "x", "✓", "ok"}
@@ -67,37 +69,45 @@ def read_ratings(paths: list[Path]) -> dict[str, dict[str, dict[str, int]]]:
             fh = path.open(encoding="utf-8-sig", newline="")
         except OSError as err:
             raise ReviewError(f"review file {path} cannot be read: {err.strerror or err}") from None
-        with fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in ("item", "level", *CRITERIA) if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ReviewError(f"{path}: not a review file from export-review: missing column(s) {', '.join(missing)}")
-            for row in reader:
-                line = reader.line_num
-                rater = (row.get("rater") or "").strip() or path.stem
-                level = (row.get("level") or "").strip()
-                if level not in ("turn", "dialogue"):
-                    raise ReviewError(f"{path}:{line}: column level: expected turn or dialogue, got {level!r}")
-                allowed = TURN_CRITERIA if level == "turn" else DIALOGUE_CRITERIA
-                ratings = {}
-                for c in CRITERIA:
-                    v = _value(row.get(c) or "", f"{path}:{line}: column {c}")
-                    if v is None:
-                        continue
-                    if c not in allowed:
-                        raise ReviewError(f"{path}:{line}: {c} is rated per {'dialogue' if level == 'turn' else 'turn'}, "
-                                          f"not on a {level} row")
-                    ratings[c] = v
-                if not ratings:
-                    continue
-                item = f"{level}:{row['item']}"
-                mine = out.setdefault(rater, {})
-                if item in mine:
-                    raise ReviewError(f"{path}:{line}: rater {rater!r} rated item {row['item']!r} twice")
-                mine[item] = ratings
+        try:
+            with fh:
+                _read_file(path, fh, out)
+        except UnicodeDecodeError:
+            read_text(path, ReviewError)  # raises, naming the line and column of the byte
+            raise
     if not out:
         raise ReviewError(f"no ratings found in {', '.join(map(str, paths))}: fill the yes/no columns first")
     return out
+
+
+def _read_file(path: Path, fh: Any, out: dict[str, dict[str, dict[str, int]]]) -> None:
+    reader = csv.DictReader(fh)
+    missing = [c for c in ("item", "level", *CRITERIA) if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ReviewError(f"{path}: not a review file from export-review: missing column(s) {', '.join(missing)}")
+    for row in reader:
+        line = reader.line_num
+        rater = (row.get("rater") or "").strip() or path.stem
+        level = (row.get("level") or "").strip()
+        if level not in ("turn", "dialogue"):
+            raise ReviewError(f"{path}:{line}: column level: expected turn or dialogue, got {level!r}")
+        allowed = TURN_CRITERIA if level == "turn" else DIALOGUE_CRITERIA
+        ratings = {}
+        for c in CRITERIA:
+            v = _value(row.get(c) or "", f"{path}:{line}: column {c}")
+            if v is None:
+                continue
+            if c not in allowed:
+                raise ReviewError(f"{path}:{line}: {c} is rated per {'dialogue' if level == 'turn' else 'turn'}, "
+                                  f"not on a {level} row")
+            ratings[c] = v
+        if not ratings:
+            continue
+        item = f"{level}:{row['item']}"
+        mine = out.setdefault(rater, {})
+        if item in mine:
+            raise ReviewError(f"{path}:{line}: rater {rater!r} rated item {row['item']!r} twice")
+        mine[item] = ratings
 
 
 def _kappa(a: list[int], b: list[int]) -> float | None:

@@ -38,7 +38,7 @@ from .config_models import (
     Strict,
     SuiteConfig,
 )
-from .errors import ConfigError, one_line
+from .errors import ConfigError, one_line, quote
 
 SUITE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -97,6 +97,7 @@ class RagdiveConfig(Strict):
         "saying so (None: every turn is judged)",
     )
     forgetfulness_probe: bool = True  # ask each context-dependent turn's stand-alone question in a fresh history (forgetfulness, context_retention)
+    redact_env: list[str] = Field(default_factory=list)  # variables whose values are scrubbed (***) from every reply
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
     gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
@@ -341,8 +342,8 @@ def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None
     if first["type"] == "extra_forbidden":
         fields = _fields_at(loc[:-1])
         hint = f" (expected one of: {', '.join(fields)})" if fields else ""
-        return f"ragdive config error in {where}: unknown key {key!r}{hint}"
-    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {key!r}')}"
+        return f"ragdive config error in {where}: unknown key {quote(key)}{hint}"
+    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {quote(key)}')}"
 
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:

@@ -277,6 +277,7 @@ class HttpTargetConfig(Strict):
     context_fields: dict[str, str] = Field(default_factory=dict)  # Context field (id, text, doc_id, score) -> dotted path inside each context item
     retries: int = Field(2, ge=0, le=10)  # on 429, 5xx and refused/reset connections
     timeout_s: float | None = Field(None, gt=0)  # one HTTP request; default target_timeout_s
+    follow_redirects: Literal["none", "same-origin"] = "none"  # same-origin: follow 307/308 to the same scheme+host+port
 
     @field_validator("url")
     @classmethod

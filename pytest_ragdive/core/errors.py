@@ -12,7 +12,9 @@ Two families:
   other conversation would hit them too.
 
 :func:`one_line` turns a pydantic ``ValidationError`` into the one-line form
-every loader uses.
+every loader uses; :func:`fault` (and :func:`quote`) bound every error line that
+quotes input: a quoted value is cut at :data:`QUOTE_LIMIT` characters with its
+length, and the fault is named by file:line:col.
 """
 
 from __future__ import annotations
@@ -198,6 +200,37 @@ class InvalidJudgment(ValueError):
     """A judge output that parsed but cannot be scored (e.g. wrong verdict count)."""
 
 
+#: the most characters of an input an error line quotes
+QUOTE_LIMIT = 200
+_NOTHING: Any = object()
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)``, cut at ``limit`` characters with the value's length:
+    ``'aaaa...'... (1048576 characters)``. A long input (a truncated file, a
+    megabyte string) never becomes a megabyte error line."""
+    text = repr(value)
+    if len(text) <= limit + 20:
+        return text
+    if isinstance(value, (str, bytes)):
+        size = f"{len(value)} {'characters' if isinstance(value, str) else 'bytes'}"
+    else:
+        size = f"{len(text)} characters as text"
+    return f"{text[:limit]}... ({size})"
+
+
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` as it is when short, else its first ``limit`` characters and its length."""
+    return text if len(text) <= limit + 20 else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def fault(path: Any, message: str, *, line: int | None = None, col: int | None = None, got: Any = _NOTHING) -> str:
+    """One bounded error line: ``FILE:LINE:COL: message, got <value cut by quote()>``
+    (line, column and value only where known)."""
+    where = str(path) + (f":{line}" if line is not None else "") + (f":{col}" if line is not None and col is not None else "")
+    return f"{where}: {message}" + ("" if got is _NOTHING else f", got {quote(got)}")
+
+
 def fmt_loc(loc: tuple[Any, ...] | list[Any]) -> str:
     """A pydantic error location as ``a.b.0.c`` (``(top level)`` when empty)."""
     return ".".join(str(x) for x in loc) or "(top level)"
@@ -221,7 +254,9 @@ def one_line(
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         got = first.get("input")
-        got_s = "" if not inputs or isinstance(got, (dict, list)) or first["type"] == "missing" else f", got {got!r}"
+        # (a JSON syntax error's input is the whole document: its line and column say where)
+        unquoted = not inputs or isinstance(got, (dict, list)) or first["type"] in ("missing", "json_invalid")
+        got_s = "" if unquoted else f", got {quote(got)}"
         loc = tuple(first["loc"])
         where = label(loc) if label is not None else (fmt_loc(loc) if loc else "")
         parts.append(f"{where}: {msg}{got_s}" if where else f"{msg}{got_s}")

@@ -9,6 +9,9 @@ directory with a temporary file that it removes at once.
 
 :func:`read_text` reads a data file as UTF-8; bytes that are not UTF-8 raise
 the caller's usage error naming the file, line and column.
+
+:func:`atomic_open` writes a file so that a reader (or a run killed halfway)
+never sees half of it: a temporary file in the same directory, renamed into place.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from .errors import PathError, UsageError
 
@@ -84,3 +90,25 @@ def read_text(path: Path, error: type[UsageError] = UsageError) -> str:
         raise error(
             f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at column {column}); save the file as UTF-8"
         ) from None
+
+
+@contextmanager
+def atomic_open(path: Path) -> Iterator[TextIO]:
+    """A UTF-8 text file that replaces ``path`` when the block ends without an error:
+    written to a unique temporary file beside it (``.NAME.*.tmp``; concurrent writers
+    never clash), synced, then renamed into place; removed on an error. The same bytes
+    as ``open(path, "w", encoding="utf-8")`` would write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; a report is an ordinary file
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.config import SUITE_NAME_RE
-from ..core.errors import BaselineError, one_line
+from ..core.errors import BaselineError, cut, fault, one_line
+from ..core.paths import read_text
 from ..core.records import Conversation
 from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, CustomMetric, SuiteResult
 from ..metrics.registry import BUILTINS, METRICS, TWIN_OF
@@ -32,11 +34,20 @@ def load_baseline(path: str | Path) -> Baseline:
             f"ragdive baseline {path} not found: create it with --ragdive-update-baseline --ragdive-baseline={path}"
         )
     try:
-        bl = Baseline.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as e:
-        raise BaselineError(f"ragdive baseline {path} is invalid: {one_line(e)}") from None
-    except (OSError, ValueError) as e:
+        text = read_text(path, BaselineError)
+    except BaselineError as e:  # not UTF-8: file:line, the byte and its column
+        raise BaselineError(f"ragdive baseline {e}") from None
+    except OSError as e:
         raise BaselineError(f"ragdive baseline {path} cannot be read: {str(e).splitlines()[0]}") from None
+    if text.startswith("\ufeff"):
+        raise BaselineError(
+            fault(f"ragdive baseline {path}", "starts with a byte order mark (U+FEFF): save it as UTF-8 without one",
+                  line=1, col=1)
+        )
+    try:
+        bl = Baseline.model_validate_json(text)
+    except ValidationError as e:
+        raise BaselineError(_invalid(path, e, len(text))) from None
     for suite, metrics in bl.suites.items():
         if not SUITE_NAME_RE.match(suite) or suite == "all":
             raise BaselineError(f"ragdive baseline {path} is invalid: suites.{suite}: not a suite name (a letter, then letters, digits or '_')")
@@ -62,6 +73,21 @@ def load_baseline(path: str | Path) -> Baseline:
                 f"{cm.level} level, but {name} is {what}: re-record the baseline"
             )
     return bl
+
+
+def _invalid(path: Path, err: ValidationError, size: int) -> str:
+    """A baseline's validation error in one bounded line: a JSON syntax error by
+    file:line:col (never the document it quotes), a bad value cut by :func:`quote`."""
+    first = err.errors()[0]
+    if first["type"] == "json_invalid":
+        msg = str(first.get("ctx", {}).get("error") or first["msg"])
+        m = re.search(r"(.*?) at line (\d+) column (\d+)$", msg)
+        if m:
+            hint = " (the file ends early: truncated?)" if "EOF" in m.group(1) else ""
+            return fault(f"ragdive baseline {path}", f"invalid JSON: {m.group(1)}{hint} ({size} characters)",
+                         line=int(m.group(2)), col=int(m.group(3)))
+        return fault(f"ragdive baseline {path}", f"invalid JSON: {cut(msg)}")
+    return f"ragdive baseline {path} is invalid: {one_line(err)}"
 
 
 def baseline_note(baseline: Baseline, path: Path | str, method: Method) -> str | None:

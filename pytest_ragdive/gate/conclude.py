@@ -42,6 +42,7 @@ class RunFacts(BaseModel):
     reruns: int = 0  # reruns of inconclusive suites so far (the gate's look)
     # the golden files of the selected suites (golden_fingerprint.fingerprint), recorded in a new baseline
     golden: dict[str, dict[str, GoldenFile]] = Field(default_factory=dict)
+    not_run: list[str] = Field(default_factory=list)  # keys of planned conversations an interrupted run did not finish
 
 
 def conclude(
@@ -72,7 +73,7 @@ def _conclude(conversations: Sequence[Conversation], cfg: RagdiveConfig, baselin
     if not_run:
         notes.append(
             f"no conversation of suite(s) {', '.join(not_run)} finished (deselected, or every item errored "
-            "before running): not gated" + ("" if convs else ", no report written")
+            "before running): not gated" + ("" if convs or facts.not_run else ", no report written")
         )
     partial = len(convs) < facts.planned
     # a subset (-k, --lf, a deselection, an interrupted loop) with a baseline: reported, not decided;
@@ -99,6 +100,7 @@ def _conclude(conversations: Sequence[Conversation], cfg: RagdiveConfig, baselin
         suites=suites,
         conversations=convs,
         fatal=list(facts.fatal),
+        not_run=list(facts.not_run),
         llm=facts.llm,
         judge_calls=JudgeCalls.total(convs) if any(c.judge_calls is not None for c in convs) else None,
     )
@@ -268,7 +270,7 @@ def publish(
             write_answers(path, outcome.recorded_answers)
         write_baseline(path, outcome.baseline)
         outcome.baseline_path = str(path)
-    if not cfg.report_dir or not outcome.conversations:
+    if not cfg.report_dir or not (outcome.conversations or outcome.not_run):
         return []
     from ..reports.write import write_reports
 

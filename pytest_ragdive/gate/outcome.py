@@ -73,6 +73,7 @@ class RunOutcome(BaseModel):
     conversations: list[Conversation] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     fatal: list[str] = Field(default_factory=list)
+    not_run: list[str] = Field(default_factory=list)  # planned conversations (keys) an interrupted run did not finish
     baseline: Baseline | None = None  # the baseline to write (update runs)
     baseline_path: str | None = None  # where it was written, once written
     baseline_diff: BaselineDiff | None = None  # the update against the file it replaces (None: no file)

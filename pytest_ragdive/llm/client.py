@@ -38,7 +38,7 @@ from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
 from .cache import LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
 from .keys import CachedResponse, key_extra
-from .redact import Secrets
+from .redact import Secrets, run_secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
 from .slots import JUDGE, TURN_LOOP, priority_of
@@ -95,6 +95,7 @@ class LLMClient:
         max_retry_after_s: float = MAX_RETRY_AFTER_S,
         rng: random.Random | None = None,
         io_threads: bool = True,
+        secrets: Secrets | None = None,
     ) -> None:
         self.cfg = cfg
         self.io_threads = io_threads
@@ -108,7 +109,7 @@ class LLMClient:
             max_retry_after_s=max_retry_after_s,
             rng=rng or random.Random(),
         )
-        self.secrets = Secrets(cfg.llm)
+        self.secrets = secrets if secrets is not None else run_secrets(cfg)  # every reply is scrubbed of them
         self._stats = LLMStats()
         self._sender = Sender(cfg, self.retry, self.secrets, self._stats)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -300,19 +301,9 @@ class LLMClient:
         self._stats.bump(role, model, calls=1)
         call = Call(role, model, temperature, seed, prompt_id, prompt_version, priority=priority_of(role))
         r, cached, _ = await self._complete([dict(m) for m in messages], call)
-        return LLMResult(
-            r.content,
-            r.content,
-            None,
-            cached,
-            r.model or model,
-            role,
-            prompt_id,
-            False,
-            0 if cached else r.prompt_tokens,
-            0 if cached else r.completion_tokens,
-            None if cached else r.cost_usd,
-        )
+        tokens = (0, 0) if cached else (r.prompt_tokens, r.completion_tokens)
+        cost = None if cached else r.cost_usd
+        return LLMResult(r.content, r.content, None, cached, r.model or model, role, prompt_id, False, *tokens, cost)
 
     async def complete_text(
         self,
@@ -378,7 +369,7 @@ class LLMClient:
             hit = cache.peek(key)
             if hit is not None:
                 self._hit(call)
-                return hit, True
+                return self.secrets.scrub_reply(hit), True
         if self.record_mode.replay_only:
             if cache is not None:
                 cache.stats.misses += 1

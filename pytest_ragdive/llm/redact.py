@@ -1,36 +1,59 @@
-"""The API key of a call, and the scrubbing of secrets from every text that
-leaves the LLM client (error messages, invalid-output reasons, the circuit
-breaker's message, endpoint names).
+"""The secrets a run knows, and their scrubbing from every text that comes in or
+goes out.
 
-Scrubbed: every key a request actually used; the value of ``llm.api_key_env``;
+Known secrets: every key a request actually used; the value of ``llm.api_key_env``;
 the value of every environment variable whose name says it is a credential
 (``*API_KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...: the variable
 litellm picked for a provider, ``OPENAI_API_KEY`` included, whichever it was);
-the user info and the query values of ``api_base`` (and of ``OPENAI_API_BASE``
-/ ``OPENAI_BASE_URL``, which the lean HTTP path falls back to), also in their
-URL-encoded form; and, whatever their origin, ``Bearer <token>``,
-``api-key=<value>``-style pairs and ``sk-...`` keys.
+the values of the variables listed under ``redact_env``; the password and the
+query values of ``api_base`` (and of ``OPENAI_API_BASE`` / ``OPENAI_BASE_URL``,
+which the lean HTTP path falls back to); what an HTTP target sends as
+credentials (header values, the token of ``Bearer <token>``, the password and
+query values of its URL: :func:`target_secrets`); each also in its URL-encoded
+and JSON-escaped forms.
+
+Two uses:
+
+- :meth:`Secrets.scrub` (and :meth:`~Secrets.scrub_reply`, :meth:`~Secrets.scrub_target`):
+  the one redaction point on the way in. Every reply of the LLM (its content,
+  before it is parsed, cached, scored, logged or reported) and of the target
+  (answer, contexts, citations) has every known secret of at least
+  :data:`MIN_SCRUBBED` characters replaced by ``***``. Only known values: a
+  reply's own words are never rewritten by a pattern. Cheap: a substring test
+  per known secret (a few), nothing when there are none.
+- :meth:`Secrets.redact`: messages the plugin writes (errors, invalid-output
+  reasons, the circuit breaker's message, endpoint names): the known secrets,
+  and, whatever their origin, ``Bearer <token>``, ``api-key=<value>``-style pairs
+  and ``sk-...`` keys.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import urllib.parse
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..core.config_models import LLMConfig
+from ..core.config_models import HttpTargetConfig, LLMConfig
 from ..core.errors import LLMConfigError
 
 if TYPE_CHECKING:
     from ..core.config import RagdiveConfig
+    from ..core.records import TargetResponse
+    from .keys import CachedResponse
 
-__all__ = ["MASK", "Secrets", "missing_key", "redact_url"]
+__all__ = ["MASK", "MIN_SCRUBBED", "Secrets", "missing_key", "redact_url", "run_secrets", "target_secrets"]
 
 MASK = "***"
 _MIN_SECRET = 4
+#: the shortest secret scrubbed from replies (a shorter one would blank ordinary words)
+MIN_SCRUBBED = 8
 _CREDENTIAL_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 _BASE_VARS = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLAIN_HEADERS = frozenset({"content-type", "accept", "user-agent", "accept-encoding", "accept-language"})
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{6,}"), rf"\1\2{MASK}"),
     (
@@ -55,6 +78,26 @@ def _url_secrets(url: str | None) -> list[str]:
     except ValueError:
         return []
     return out
+
+
+def expand_env(value: str) -> str:
+    """``${NAME}`` in a value, from the environment (an unset one is left as written)."""
+    return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
+
+
+def target_secrets(settings: HttpTargetConfig) -> list[str]:
+    """What an HTTP target sends as credentials: its header values (``${NAME}``
+    expanded), the token of a ``Bearer <token>``-style value, and the user info
+    and query values of its URL."""
+    out = _url_secrets(settings.url)
+    for name, value in settings.headers.items():
+        if name.lower() in _PLAIN_HEADERS:
+            continue
+        v = expand_env(value)
+        out.append(v)
+        if " " in v:
+            out.append(v.split(" ", 1)[1])
+    return [v for v in out if v]
 
 
 def redact_url(url: str) -> str:
@@ -105,19 +148,36 @@ def missing_key(cfg: RagdiveConfig) -> str | None:
         if var and not os.environ.get(var):
             return f"the {role} model {model!r} needs the environment variable {var}, which is not set (or set llm.api_key_env)"
     return None
+def _forms(secret: str) -> set[str]:
+    """A secret as written, URL-encoded (both ways) and JSON-escaped (inside a JSON reply;
+    some writers escape ``/`` too)."""
+    escaped = json.dumps(secret)[1:-1]
+    return {
+        secret,
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret),
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
 
 
 class Secrets:
-    """The key a request uses, and :meth:`redact` for every outgoing text."""
+    """The secrets of a run (see the module docstring): the key a request uses,
+    :meth:`scrub` for every reply that comes in, :meth:`redact` for every message."""
 
-    def __init__(self, llm: LLMConfig) -> None:
+    def __init__(self, llm: LLMConfig, redact_env: Sequence[str] = (), extra: Iterable[str] = ()) -> None:
         self.llm = llm
+        self.redact_env = tuple(redact_env)
         self._used: set[str] = set()
+        self._extra: set[str] = {v for v in extra if v}
+        self._scrubbed: tuple[str, ...] | None = None  # the known secrets for scrub(), built on first use
 
+    # -- what is known ------------------------------------------------------
     def api_key(self, transport: str | None = None) -> str | None:
         """The key to send: ``llm.api_key_env``'s value (read at call time), else
         for the lean HTTP path ``OPENAI_API_KEY`` (litellm finds the provider's
-        usual variable itself). Remembered for :meth:`redact`."""
+        usual variable itself). Remembered for :meth:`redact` and :meth:`scrub`."""
         env = self.llm.api_key_env
         if not env:
             key = os.environ.get("OPENAI_API_KEY") or None if (transport or self.llm.transport) == "openai_http" else None
@@ -125,15 +185,28 @@ class Secrets:
             key = os.environ.get(env)
             if not key:
                 raise LLMConfigError(f"environment variable {env} (llm.api_key_env) is not set or empty")
-        if key:
+        if key and key not in self._used:
             self._used.add(key)
+            self._scrubbed = None
         return key
 
+    def add(self, values: Iterable[str]) -> None:
+        """More secrets the run knows (an HTTP target's credentials)."""
+        new = {v for v in values if v} - self._extra
+        if new:
+            self._extra |= new
+            self._scrubbed = None
+
     def _secrets(self) -> list[str]:
-        found = set(self._used)
+        """Every known secret of at least 4 characters, in every form, longest first
+        (the environment read now)."""
+        found = set(self._used) | self._extra
         env = self.llm.api_key_env
         if env and os.environ.get(env):
             found.add(os.environ[env])
+        for name in self.redact_env:
+            if os.environ.get(name):
+                found.add(os.environ[name])
         for name, value in os.environ.items():
             if value and _CREDENTIAL_NAME.search(name) and len(value) >= 8:
                 found.add(value)
@@ -142,11 +215,64 @@ class Secrets:
         out: set[str] = set()
         for s in found:
             if len(s) >= _MIN_SECRET:
-                out.add(s)
-                out.add(urllib.parse.quote(s, safe=""))
-                out.add(urllib.parse.quote_plus(s))
+                out |= _forms(s)
         return sorted(out, key=len, reverse=True)  # longest first: no partial leftovers
 
+    def known(self) -> tuple[str, ...]:
+        """The secrets :meth:`scrub` replaces (at least :data:`MIN_SCRUBBED` characters),
+        longest first; built once, again when a new one becomes known."""
+        got = self._scrubbed
+        if got is None:
+            got = self._scrubbed = tuple(s for s in self._secrets() if len(s) >= MIN_SCRUBBED)
+        return got
+
+    # -- the way in ---------------------------------------------------------
+    def scrub(self, text: str) -> str:
+        """``text`` with every known secret replaced by ``***`` (no patterns)."""
+        for secret in self.known():
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def _dirty(self, texts: Iterable[str | None]) -> bool:
+        known = self._scrubbed if self._scrubbed is not None else self.known()
+        if known:
+            for t in texts:
+                if t:
+                    for secret in known:
+                        if secret in t:
+                            return True
+        return False
+
+    def scrub_reply(self, resp: CachedResponse) -> CachedResponse:
+        """An LLM reply (fetched, or a cache hit an older version stored) with every known
+        secret scrubbed from its content and model name (the same object when there is
+        nothing to scrub)."""
+        if not self._dirty((resp.content, resp.model)):
+            return resp
+        model = self.scrub(resp.model) if resp.model else resp.model
+        clean = resp.model_copy(update={"content": self.scrub(resp.content), "model": model})
+        clean._parsed = None  # a parse of the unscrubbed text is not this reply's
+        return clean
+
+    def scrub_target(self, resp: TargetResponse) -> TargetResponse:
+        """A target's reply with every known secret scrubbed from its answer, contexts
+        and citations (the same object when there is nothing to scrub)."""
+        texts: list[str | None] = [resp.answer, *resp.citations]
+        for c in resp.contexts:
+            texts += [c.text, c.id, c.doc_id]
+        if not self._dirty(texts):
+            return resp
+        contexts = [
+            c.model_copy(update={"text": self.scrub(c.text), "id": self.scrub(c.id),
+                                 "doc_id": self.scrub(c.doc_id) if c.doc_id else c.doc_id})
+            for c in resp.contexts
+        ]
+        return resp.model_copy(update={
+            "answer": self.scrub(resp.answer), "contexts": contexts, "citations": [self.scrub(c) for c in resp.citations],
+        })
+
+    # -- the way out --------------------------------------------------------
     def redact(self, text: str) -> str:
         """``text`` with every secret (see the module docstring) masked."""
         for secret in self._secrets():
@@ -157,3 +283,11 @@ class Secrets:
 
     def redact_url(self, url: str) -> str:
         return self.redact(redact_url(url))
+
+
+def run_secrets(cfg: RagdiveConfig) -> Secrets:
+    """The secrets of a run of ``cfg``: its LLM settings, ``redact_env`` and the
+    credentials of the HTTP target it configures."""
+    target = cfg.target
+    extra = target_secrets(target) if isinstance(target, HttpTargetConfig) else []
+    return Secrets(cfg.llm, cfg.redact_env, extra)

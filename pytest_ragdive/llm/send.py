@@ -166,7 +166,7 @@ class Sender:
                 self._stats.bump(role, model, requests=1, batched=1, prompt_tokens=out.prompt_tokens,
                                  completion_tokens=out.completion_tokens, cost_usd=out.cost_usd,
                                  unpriced_requests=0 if out.cost_usd is not None else 1)
-                return out
+                return self.secrets.scrub_reply(out)
         sem = self._sem
         assert sem is not None
         priority = call.priority  # turn-loop calls before judge calls (.slots)
@@ -222,4 +222,5 @@ class Sender:
             cost_usd=cost,
             unpriced_requests=0 if cost is not None else 1,
         )
-        return out
+        # the one redaction point on the way in: before the reply is parsed, cached, scored or reported
+        return self.secrets.scrub_reply(out)

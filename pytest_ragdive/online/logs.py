@@ -31,6 +31,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..core.errors import LogFormatError, one_line
+from ..core.paths import read_text
 from ..core.records import Message, TargetResponse
 
 __all__ = ["FeedbackEvent", "LogFile", "LogWriter", "RequestEvent", "Timings", "history_messages", "read_logs", "utc_now"]
@@ -123,16 +124,24 @@ def read_logs(paths: Iterable[str | Path]) -> LogFile:
         path = Path(p)
         if not path.is_file():
             raise LogFormatError(f"{path}: file not found")
-        with path.open(encoding="utf-8") as f:
-            for no, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    event = _LINE.validate_json(line)
-                except ValidationError as e:
-                    raise LogFormatError(f"{path}:{no}: not a ragdive log line: {one_line(e)}") from None
-                if isinstance(event, RequestEvent):
-                    log.requests.append(event)
-                else:
-                    log.feedback.append(event)
+        try:
+            _read_log(path, log)
+        except UnicodeDecodeError:
+            read_text(path, LogFormatError)  # raises, naming the line and column of the byte
+            raise
     return log
+
+
+def _read_log(path: Path, log: LogFile) -> None:
+    with path.open(encoding="utf-8") as f:
+        for no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                event = _LINE.validate_json(line)
+            except ValidationError as e:
+                raise LogFormatError(f"{path}:{no}: not a ragdive log line: {one_line(e)}") from None
+            if isinstance(event, RequestEvent):
+                log.requests.append(event)
+            else:
+                log.feedback.append(event)

@@ -120,9 +120,31 @@ class _Concluding:
             for line in score_lines(got):
                 reporter.write_line("    " + line)
 
+    def runs_conversations(self, session: pytest.Session) -> bool:
+        """Whether this run will run conversations (some ragdive item is selected)."""
+        from .items import RagdiveItem
+
+        return any(isinstance(i, RagdiveItem) for i in session.items)
+
+    def clear_previous_reports(self, session: pytest.Session) -> None:
+        """A run of conversations starts with a report dir holding nothing of an earlier
+        run: whatever this run writes (or, stopped early, does not) is all it holds. (A
+        run that selects no conversation leaves the reports alone: it writes none.)"""
+        cfg = self.sess.cfg
+        if not cfg.report_dir or session.config.option.collectonly or not self.runs_conversations(session):
+            return
+        from ..reports.write import clear_reports
+
+        try:
+            clear_reports(cfg.path(cfg.report_dir))
+        except OSError as e:
+            self.sess.notes.append(f"could not remove the previous run's reports from {cfg.report_dir}: {e}")
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
         from .interrupts import InterruptGuard
+
+        self.clear_previous_reports(session)
 
         self.guard = InterruptGuard()  # a second Ctrl-C while shutting down quits at once
         self.guard.install()
@@ -131,6 +153,12 @@ class _Concluding:
             result = yield
             completed = not session.shouldstop and not session.shouldfail
             return result
+        except KeyboardInterrupt as e:
+            if session.config.option.fulltrace:
+                raise
+            # pytest formats the whole traceback of an interrupt (it prints one line of it): from
+            # deep inside the test loop that takes a second or more; from here, a few frames
+            raise e.with_traceback(None) from e.__cause__
         finally:
             if not completed:
                 self.sess.close()  # stop what is still in flight before deciding
@@ -152,6 +180,13 @@ class _Concluding:
         # concluded, reported and summarised: what is held goes before pytest's own
         # clean-up collects garbage (several full passes over the heap)
         self.sess.collected.clear()
+
+    @pytest.hookimpl(trylast=True, specname="pytest_terminal_summary")  # the last words of the summary
+    def pytest_terminal_summary_threads(self, terminalreporter: Any) -> None:
+        """Reports written, session fixtures torn down: name what would keep the process alive now."""
+        leaked = self.sess.threads.line()
+        if leaked:
+            terminalreporter.write_line(leaked, yellow=True, bold=True)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         outcome = self.sess.outcome
@@ -273,6 +308,9 @@ class DistController(_Concluding):
             terminalreporter.write_line(f"ERROR: {self.sess.setup_error}", red=True, bold=True)
             return
         super().pytest_terminal_summary(terminalreporter)
+
+    def runs_conversations(self, session: pytest.Session) -> bool:
+        return bool(self.sess.plans())  # (the workers collect: the controller knows the plan only)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         out = getattr(node, "workeroutput", None) or {}

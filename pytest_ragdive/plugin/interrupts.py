@@ -10,6 +10,12 @@ the middle of that used to print hundreds of lines of traceback ending in a
 press prints one line and ends the process at once with exit code 130
 (128 + SIGINT), the shell's convention for "interrupted".
 
+When an async target blocks the event loop, the first press does not wait
+for the loop (the pipeline sees it has stopped turning: nothing is cancelled
+or joined there, its daemon thread is left behind), and the interrupt's
+traceback is cut to the frames above the test loop before pytest formats it,
+so the run ends in about a second with its partial reports written.
+
 The guard is installed by the role that concludes the run (plain run or the
 xdist controller) when the run starts and removed at ``pytest_unconfigure``;
 it only replaces Python's default handler, never one the user installed,

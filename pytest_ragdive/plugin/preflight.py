@@ -22,14 +22,15 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import ConfigError, TargetError
+from ..core.errors import ConfigError, TargetError, UsageError
+from ..core.paths import check_writable
 
 if TYPE_CHECKING:
     import pytest
 
     from .session import RagdiveSession
 
-__all__ = ["TargetSetupError", "check_config", "check_items"]
+__all__ = ["TargetSetupError", "check_config", "check_items", "check_modes"]
 
 
 class TargetSetupError(ConfigError):
@@ -93,3 +94,57 @@ def _is_plugin_default(func: Any) -> bool:
     """The plugin's own ``ragdive_target`` fixture (it builds the config's target), not a user's override."""
     func = inspect.unwrap(func)
     return getattr(func, "__module__", "") == "pytest_ragdive.plugin.hooks" and getattr(func, "__name__", "") == "ragdive_target"
+
+
+def check_modes(sess: RagdiveSession) -> None:
+    """Every set-up check of an active session, before collection: the suites, the extras the
+    config needs, the golden data (planning), the target and the LLM key (:func:`check_config`), the
+    baseline and report paths. Each failure is a usage error (one line, exit 4)."""
+    cfg = sess.cfg
+    if not cfg.suites:
+        raise UsageError(
+            f"ragdive config error in {cfg.source}: no suites configured "
+            "(add [tool.ragdive.suites.core] with single_turn/conversations files)"
+        )
+    unknown = [s for s in cfg.requested_suites() if s not in cfg.suites]
+    if unknown:
+        where = "--ragdive-suite" if sess.config.getoption("ragdive_suite", default=None) else "suite"
+        raise UsageError(
+            f"ragdive config error: {where}={cfg.suite} selects suite(s) {', '.join(unknown)} that "
+            f"{cfg.source or 'the config'} does not configure (configured: {', '.join(cfg.suites)}; "
+            f"add [tool.ragdive.suites.{unknown[0]}] for a suite of your own next to core and extended)"
+        )
+    if cfg.llm_enabled() and cfg.judge_backend == "ragas":
+        import importlib.util
+
+        if importlib.util.find_spec("ragas") is None:
+            raise UsageError(
+                "judge_backend = 'ragas' needs ragas: pip install 'pytest-ragdive[ragas]' "
+                "(or set judge_backend = 'builtin')"
+            )
+    from ..metrics.backends import check_grounding
+
+    check_grounding(cfg)  # the embedded model, the NLI checker: usage errors before anything runs
+    sess.plans()  # golden data errors are usage errors, reported before collection
+    check_config(sess)  # the target the config names, the LLM key: one line each, before anything runs
+    if cfg.update_baseline and cfg.shard:
+        raise UsageError(
+            f"--ragdive-update-baseline with --ragdive-shard={cfg.shard}: one shard cannot record a baseline "
+            "(record it from one unsharded run)"
+        )
+    if cfg.update_baseline and not cfg.baseline:
+        raise UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
+    if not hasattr(sess.config, "workerinput"):  # the controller writes; check before anything runs
+        check_writable(
+            cfg.path(cfg.report_dir) if cfg.report_dir else None,
+            cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
+        )
+    if cfg.update_baseline and cfg.baseline:
+        existing = sess.existing_baseline()
+        if existing is not None:
+            from ..gate.preconditions import check_overwrite
+
+            path = cfg.path(cfg.baseline)
+            sess.notes += check_overwrite(cfg, path, existing, sess.backend_name(), sess.judge_models())
+    if cfg.baseline and not cfg.update_baseline:
+        sess.baseline = sess.baseline_to_gate(cfg.path(cfg.baseline))

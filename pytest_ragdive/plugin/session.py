@@ -20,7 +20,6 @@ import pytest
 
 from ..core.config import RagdiveConfig, find_config_file, load_config
 from ..core.errors import GoldenError, UsageError
-from ..core.paths import check_writable
 from ..core.records import Conversation, Document
 from ..core.results import Baseline
 from ..gate.baseline import load_baseline
@@ -34,6 +33,7 @@ from ..run.planning import Plan, plan_all
 from ..run.target import AsyncTarget, TargetError, as_async
 from .options import cli_values, config_dirs, flag_names
 from .progress import Progress
+from .threads import ThreadCensus
 
 if TYPE_CHECKING:
     from ..gate.conclude import RunFacts
@@ -75,6 +75,7 @@ class RagdiveSession:
         self.deadline_hit = False
         self._metrics_token: Token[MetricRegistry | None] | None = None
         self.setup_error: str | None = None  # a set-up mistake found once the run started (the session stops)
+        self.threads = ThreadCensus()  # threads alive before the run: not the run's leak
 
     # -- configuration ------------------------------------------------------
     @classmethod
@@ -86,7 +87,9 @@ class RagdiveSession:
         self = cls(config, cfg, file, active or cfg.autorun)
         self.use_metrics(cfg.metrics)
         if self.active:
-            self._check_modes()
+            from .preflight import check_modes
+
+            check_modes(self)
         return self
 
     def use_metrics(self, registry: MetricRegistry) -> None:
@@ -99,59 +102,7 @@ class RagdiveSession:
             self._metrics_token = token
             self.config.add_cleanup(lambda: deactivate(token))
 
-    def _check_modes(self) -> None:
-        cfg = self.cfg
-        if not cfg.suites:
-            raise UsageError(
-                f"ragdive config error in {cfg.source}: no suites configured "
-                "(add [tool.ragdive.suites.core] with single_turn/conversations files)"
-            )
-        unknown = [s for s in cfg.requested_suites() if s not in cfg.suites]
-        if unknown:
-            where = "--ragdive-suite" if self.config.getoption("ragdive_suite", default=None) else "suite"
-            raise UsageError(
-                f"ragdive config error: {where}={cfg.suite} selects suite(s) {', '.join(unknown)} that "
-                f"{cfg.source or 'the config'} does not configure (configured: {', '.join(cfg.suites)}; "
-                f"add [tool.ragdive.suites.{unknown[0]}] for a suite of your own next to core and extended)"
-            )
-        if cfg.llm_enabled() and cfg.judge_backend == "ragas":
-            import importlib.util
-
-            if importlib.util.find_spec("ragas") is None:
-                raise UsageError(
-                    "judge_backend = 'ragas' needs ragas: pip install 'pytest-ragdive[ragas]' "
-                    "(or set judge_backend = 'builtin')"
-                )
-        from ..metrics.backends import check_grounding
-
-        check_grounding(cfg)  # the embedded model, the NLI checker: usage errors before anything runs
-        self.plans()  # golden data errors are usage errors, reported before collection
-        from .preflight import check_config
-
-        check_config(self)  # the target the config names, the LLM key: one line each, before anything runs
-        if cfg.update_baseline and cfg.shard:
-            raise UsageError(
-                f"--ragdive-update-baseline with --ragdive-shard={cfg.shard}: one shard cannot record a baseline "
-                "(record it from one unsharded run)"
-            )
-        if cfg.update_baseline and not cfg.baseline:
-            raise UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
-        if not hasattr(self.config, "workerinput"):  # the controller writes; check before anything runs
-            check_writable(
-                cfg.path(cfg.report_dir) if cfg.report_dir else None,
-                cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
-            )
-        if cfg.update_baseline and cfg.baseline:
-            existing = self._existing_baseline()
-            if existing is not None:
-                from ..gate.preconditions import check_overwrite
-
-                path = cfg.path(cfg.baseline)
-                self.notes += check_overwrite(cfg, path, existing, self.backend_name(), self.judge_models())
-        if cfg.baseline and not cfg.update_baseline:
-            self.baseline = self._gate_baseline(cfg.path(cfg.baseline))
-
-    def _gate_baseline(self, path: Path) -> Baseline:
+    def baseline_to_gate(self, path: Path) -> Baseline:
         from ..gate.preconditions import gate_baseline
 
         baseline, notes = gate_baseline(self.cfg, path, self.backend_name())
@@ -210,17 +161,15 @@ class RagdiveSession:
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
         """Run (or fetch the prefetched run of) one planned conversation."""
         if self._target is None:
-            self._target = as_async(target, self.cfg.target_timeout_s)
+            self._target = self._wrap(target)
         atarget = self._target
-        if item is not None and self.scheduler is not None:
-            self.scheduler.schedule(self, item, atarget)
-        fut = self.pipeline.submit(plan, atarget)
-        if self.deadline_at is None:
-            conv = self.progress.wait(fut) if self.progress is not None else fut.result()
-            self._check_first_reply(target)
-            return conv
         try:
-            if self.progress is not None:
+            if item is not None and self.scheduler is not None:
+                self.scheduler.schedule(self, item, atarget)
+            fut = self.pipeline.submit(plan, atarget)
+            if self.deadline_at is None:
+                conv = self.progress.wait(fut) if self.progress is not None else fut.result()
+            elif self.progress is not None:
                 conv = self.progress.wait(fut, deadline=self.deadline_at)
             else:
                 conv = fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
@@ -234,6 +183,22 @@ class RagdiveSession:
                 "(--ragdive-deadline / deadline_s)",
                 pytrace=False,
             )
+        except (concurrent.futures.CancelledError, TargetError):
+            stalled = self.pipeline.stalled
+            if stalled is None:
+                raise
+        # the watchdog cancelled what waited (a stalled loop): the run stops after this item
+        done = self.pipeline.finished(plan.key)
+        if done:
+            return done[0]  # it finished before the loop stalled
+        if item is not None:  # (shouldfail, not shouldstop: the exit code is 1, "tests failed")
+            item.session.shouldfail = "ragdive: the event loop stalled (see the ragdive error below)"
+        pytest.fail(f"not finished: {stalled}", pytrace=False)
+
+    def _wrap(self, target: Any) -> AsyncTarget:
+        """The target as the pipeline calls it: timed out, scrubbed of the run's secrets, watched."""
+        p = self.pipeline
+        return as_async(target, self.cfg.target_timeout_s, secrets=p.secrets, calls=p.calls)
 
     def _check_first_reply(self, target: Any) -> None:
         """An HTTP target whose first reply does not fit the configured paths: a set-up
@@ -331,9 +296,10 @@ class RagdiveSession:
 
         baseline = self.baseline
         if self.cfg.update_baseline:
-            baseline = self._existing_baseline()
+            baseline = self.existing_baseline()
         if not completed and self.deadline_at is not None and time.monotonic() >= self.deadline_at:
             self._deadline_reached(None)  # (the xdist controller: its workers stopped at it)
+        not_run = [] if completed else self._unfinished()
         facts = RunFacts(
             planned=len(self.plans()),
             completed=completed,
@@ -343,6 +309,7 @@ class RagdiveSession:
             backend=self.backend_name(),
             judge_models=self.judge_models(),
             golden=self._golden() if self.cfg.update_baseline else {},
+            not_run=not_run,
         )
         convs = self.collected.values()
         # (conversations held without their contexts had some: then no metric is switched off)
@@ -363,6 +330,22 @@ class RagdiveSession:
             outcome.status = GateStatus.FAILED
         self.outcome = outcome
         return outcome
+
+    def _unfinished(self) -> list[str]:
+        """An interrupted run (Ctrl-C, the deadline, a stalled loop, -x): every conversation
+        that finished is kept, also those whose item never ran; the keys of the planned
+        ones that did not finish (listed as not run)."""
+        for conv in self.pipeline.finished():
+            if self.collected.get(conv.key) is None:
+                self.collect(conv)
+        not_run = [p.key for p in self.plans() if self.collected.get(p.key) is None]
+        if not_run:
+            shown = ", ".join(not_run[:5]) + (f" and {len(not_run) - 5} more" if len(not_run) > 5 else "")
+            self.notes.append(
+                f"{len(not_run)} of {len(self.plans())} planned conversation(s) did not finish (listed as "
+                f"not_run in results.json): {shown}"
+            )
+        return not_run
 
     def _rerun_inconclusive(self, outcome: RunOutcome, baseline: Baseline | None, facts: RunFacts) -> RunOutcome:
         """``gate.inconclusive = "rerun"``: run the suites whose gate is
@@ -402,7 +385,7 @@ class RagdiveSession:
         """The target for reruns: the one the items used, else the config's."""
         if self._target is None and self.cfg.target:
             try:
-                self._target = as_async(self.default_target(), self.cfg.target_timeout_s)
+                self._target = self._wrap(self.default_target())
             except TargetError:
                 return None
         return self._target
@@ -412,7 +395,7 @@ class RagdiveSession:
 
         return fingerprint(self.cfg, self.cfg.selected_suites())
 
-    def _existing_baseline(self) -> Baseline | None:
+    def existing_baseline(self) -> Baseline | None:
         """The baseline file an update replaces (its other suites are kept)."""
         assert self.cfg.baseline is not None
         path = self.cfg.path(self.cfg.baseline)

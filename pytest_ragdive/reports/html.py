@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..core.paths import atomic_open
 from ..core.records import Conversation
 from ..gate.outcome import RunOutcome, rendering
 from ..gate.paired import value_of
@@ -370,11 +371,11 @@ def write_html(report_dir: Path, outcome: RunOutcome, bodies: Bodies | None = No
     for old in report_dir.glob("report-conversations-*.html"):
         old.unlink()
     path = report_dir / "report.html"
-    with open(path, "w", encoding="utf-8") as fh:  # piece by piece: the page is never held whole
+    with atomic_open(path) as fh:  # piece by piece: the page is never held whole
         for piece in iter_html(outcome, bodies=bodies, worst=worst, page=page):
             fh.write(piece)
     for n, pieces in _pages(outcome, bodies, worst, page):
-        with open(report_dir / page_name(n), "w", encoding="utf-8") as fh:
+        with atomic_open(report_dir / page_name(n)) as fh:
             for piece in pieces:
                 fh.write(piece)
     return path

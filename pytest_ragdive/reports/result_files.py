@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ResultsError, one_line
+from ..core.paths import read_text
 from ..core.records import Conversation, JudgeCalls, ValidationStats
 from ..core.results import AnswerConversation, CustomMetric, SuiteResult
 from ..gate.outcome import GateStatus, RunInfo, RunOutcome
@@ -24,7 +25,9 @@ def _load(path: Path) -> Any:
     if not path.is_file():
         raise ResultsError(f"ragdive results {path} not found (a run writes it to its report dir: --ragdive-report-dir)")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, ResultsError)
+    except ResultsError as err:  # not UTF-8: file:line, the byte and its column
+        raise ResultsError(f"ragdive results {err}") from None
     except OSError as err:
         raise ResultsError(f"ragdive results {path} cannot be read: {err}") from None
     if path.suffix == ".jsonl":
@@ -71,6 +74,7 @@ def read_outcome(path: Path) -> RunOutcome:
             conversations=read_conversations(path) if path.suffix != ".jsonl" else [],
             notes=list(data.get("notes") or []),
             fatal=list(data.get("fatal") or []),
+            not_run=list(data.get("not_run") or []),
             baseline_path=data.get("baseline_path"),
             llm=None if not data.get("llm") else LLMStats.model_validate(data["llm"]),
             judge_calls=None if not data.get("judge_calls") else JudgeCalls.model_validate(data["judge_calls"]),

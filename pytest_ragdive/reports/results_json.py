@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..core.paths import atomic_open
 from ..gate.outcome import RunOutcome
 
 
@@ -25,6 +26,7 @@ def results_json(outcome: RunOutcome, conversations: bool = True) -> dict[str, A
         "backend": info.backend,
         "notes": outcome.notes,
         "fatal": outcome.fatal,
+        "not_run": outcome.not_run,
         "llm": outcome.llm.model_dump(mode="json") if outcome.llm is not None else None,
         "judge_calls": outcome.judge_calls.model_dump(mode="json") if outcome.judge_calls is not None else None,
         "validation": {s: v.model_dump(mode="json") for s, v in outcome.validation.items()} or None,
@@ -50,7 +52,7 @@ def write_results_json(path: Path, outcome: RunOutcome, stored: Stored | None = 
     the whole report is never held in memory as objects or as one string.
     ``stored``: the full JSON of conversations the outcome holds without contexts."""
     head = json.dumps(results_json(outcome, conversations=False), indent=1)
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_open(path) as fh:  # a run killed while writing leaves the old file or none, never half a file
         fh.write(head[:-2] + ',\n "conversations": [')
         for i, c in enumerate(outcome.conversations):
             text = stored.full_json(c.key) if stored is not None else None

@@ -1,15 +1,47 @@
-"""Every report file of a run, written into the report directory."""
+"""Every report file of a run, written into the report directory (each atomically:
+a run killed while writing leaves the previous file or none, never half of one), and
+the clearing of a previous run's report files when a run starts (so that nothing a
+run did not write reads as its verdict)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from ..core.paths import atomic_open
 from ..gate.outcome import RunOutcome, rendering
 from .junit import junit_xml
 from .markdown import summary_md
 from .pr_comment import pr_comment_md
 from .results_json import Stored, write_results_json
+
+#: the files a run writes into its report directory (and ragdive_<suite>.json, the RAG-DIVE exports,
+#: and report-conversations-N.html, the further pages of a large run's report.html)
+REPORT_FILES = ("results.json", "ragdive-junit.xml", "summary.md", "pr-comment.md", "report.html")
+
+
+def clear_reports(report_dir: Path) -> list[Path]:
+    """Remove the report files a previous run left in ``report_dir`` (and the temporary
+    files of a write that was killed); other files are left alone. The removed paths."""
+    if not report_dir.is_dir():
+        return []
+    removed = []
+    for p in report_dir.iterdir():
+        name = p.name
+        page = name.startswith("report-conversations-") and name.endswith(".html")
+        ours = name in REPORT_FILES or page or (name.startswith("ragdive_") and p.suffix in (".json", ".jsonl"))
+        temp = name.startswith(".") and name.endswith(".tmp") and (
+            any(name.startswith(f".{n}.") for n in REPORT_FILES) or name.startswith(".report-conversations-"))
+        if (ours or temp) and p.is_file():
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
+def _write(path: Path, text: str) -> Path:
+    with atomic_open(path) as fh:
+        fh.write(text)
+    return path
 
 
 @rendering
@@ -24,16 +56,10 @@ def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None =
     write_results_json(p, outcome, stored)
     written.append(p)
     if outcome.gate is not None and junit:
-        p = report_dir / "ragdive-junit.xml"
-        p.write_text(junit_xml(outcome), encoding="utf-8")
-        written.append(p)
+        written.append(_write(report_dir / "ragdive-junit.xml", junit_xml(outcome)))
     md = summary_md(outcome)
-    p = report_dir / "summary.md"
-    p.write_text(md, encoding="utf-8")
-    written.append(p)
-    p = report_dir / "pr-comment.md"
-    p.write_text(pr_comment_md(outcome), encoding="utf-8")
-    written.append(p)
+    written.append(_write(report_dir / "summary.md", md))
+    written.append(_write(report_dir / "pr-comment.md", pr_comment_md(outcome)))
     from .html import write_html
 
     written.append(write_html(report_dir, outcome, stored.html_body if stored is not None else None))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.config import RagdiveConfig, load_config
+from ..core.errors import TargetError
 from ..core.records import Conversation
 from ..core.results import SuiteResult
 from ..metrics.aggregate import aggregate
@@ -41,10 +43,14 @@ def run_suite(
         notes: list[str] = []
         plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
         pipeline = Pipeline(cfg)
-        atarget = as_async(target, cfg.target_timeout_s)
+        atarget = as_async(target, cfg.target_timeout_s, secrets=pipeline.secrets, calls=pipeline.calls)
         try:
             futures = [pipeline.submit(p, atarget) for p in plans]
             convs = [f.result() for f in futures]
+        except concurrent.futures.CancelledError:
+            if pipeline.stalled is None:
+                raise
+            raise TargetError(pipeline.stalled) from None  # the watchdog: the event loop stalled
         finally:
             pipeline.close()
         if conversations is not None:

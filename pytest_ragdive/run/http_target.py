@@ -40,6 +40,8 @@ from ..core.records import Context, TargetResponse
 from .target import DEFAULT_TARGET_TIMEOUT_S, History, load_target
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 MAX_RETRY_AFTER_S = 30.0
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MISSING = object()
@@ -117,6 +119,7 @@ class HttpTarget:
         self._lock = threading.Lock()
         # the first reply did not fit the configured paths: a set-up mistake (the session stops)
         self.first_reply_error: str | None = None
+        self._opener: Any = None  # urllib's opener without its redirect handling, built on first use
 
     def _expand(self, header: str, value: str) -> str:
         """``${NAME}`` in a header value, from the environment."""
@@ -148,18 +151,35 @@ class HttpTarget:
                 self.first_reply_error = f"{e} (the first reply: fix the target's reply paths in the config)"
             raise
 
+    def ragdive_secrets(self) -> list[str]:
+        """The credentials this target sends (header values, URL user info and query):
+        scrubbed from every reply of the run (:mod:`pytest_ragdive.llm.redact`)."""
+        return list(self._secrets)
+
     def _post(self, body: bytes) -> tuple[int, str, bytes]:
         import http.client
         import urllib.error
         import urllib.request
 
+        if self._opener is None:
+            self._opener = _opener()
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
-            req = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
+            url, hops = self._url, 0
             retry_after: float | None = None
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - the user's URL
-                    return resp.status, resp.headers.get("Content-Type", ""), resp.read()
+                while True:
+                    req = urllib.request.Request(url, data=body, headers=self._headers, method="POST")
+                    try:
+                        with self._opener.open(req, timeout=self.timeout_s) as resp:  # the user's URL
+                            return resp.status, resp.headers.get("Content-Type", ""), resp.read()
+                    except urllib.error.HTTPError as e:
+                        if e.code not in REDIRECT_STATUS:
+                            raise
+                        e.close()
+                        url, hops = self._redirect(url, e.code, e.headers.get("Location") if e.headers else None), hops + 1
+                        if hops > MAX_REDIRECTS:
+                            raise TargetError(f"{self.where}: more than {MAX_REDIRECTS} redirects") from None
             except urllib.error.HTTPError as e:
                 raw = e.read() if e.fp is not None else b""
                 if e.code not in RETRY_STATUS and not (500 <= e.code < 600 and e.code != 501):
@@ -180,6 +200,34 @@ class HttpTarget:
             if attempt + 1 < attempts:
                 self._sleep(retry_after if retry_after is not None else min(0.5 * 2**attempt, 8.0))
         raise TargetError(f"{self.where} still failing after {attempts} attempt(s): {why}")
+
+    def _redirect(self, url: str, code: int, location: str | None) -> str:
+        """The URL a redirect sends the POST to, or a TargetError: none is followed by
+        default; ``follow_redirects = "same-origin"`` follows 307 and 308 (which keep the
+        method and body) to the same scheme, host and port, so that the headers (the
+        credentials) never reach another origin."""
+        from urllib.parse import urljoin
+
+        if not location:
+            raise TargetError(f"{self.where} answered HTTP {code} without a Location header")
+        to = urljoin(url, location)
+        shown = public_url(to) if to.startswith(("http://", "https://")) else location[:200]
+        if self.settings.follow_redirects == "none":
+            raise TargetError(
+                f"{self.where} answered HTTP {code}, a redirect to {shown}: redirects are not followed (point url "
+                "at the final address, or set follow_redirects = \"same-origin\" in the target table)"
+            )
+        if _origin(to) != _origin(url):
+            raise TargetError(
+                f"{self.where} answered HTTP {code}, a redirect to another origin ({shown}): not followed, "
+                "the request's credentials never leave the target's scheme, host and port"
+            )
+        if code not in (307, 308):
+            raise TargetError(
+                f"{self.where} answered HTTP {code}, a redirect to {shown}: following it would turn the POST into a "
+                "GET without the question (only 307 and 308 keep it): point url at that address"
+            )
+        return to
 
     # -- reply -> TargetResponse ---------------------------------------------
     def parse(self, reply: Any) -> TargetResponse:
@@ -243,6 +291,29 @@ class HttpTarget:
         return (text[:limit] + "...") if len(text) > limit else (text or "(empty reply)")
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _opener() -> Any:
+    """urllib's opener, following no redirect by itself (it would turn the POST into a
+    bodyless GET and send the headers, credentials included, to whatever host the
+    Location names): a redirect reaches :meth:`HttpTarget._post` as an HTTPError."""
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(NoRedirects)
+
+
 def _retry_after(value: str | None) -> float | None:
     try:
         return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
@@ -278,10 +349,13 @@ def http_target(
     context_fields: dict[str, str] | None = None,
     retries: int = 2,
     timeout_s: float = DEFAULT_TARGET_TIMEOUT_S,
+    follow_redirects: str = "none",
 ) -> HttpTarget:
     """An HTTP target for the ``ragdive_target`` fixture; the arguments are the
     keys of ``target = { url = ... }`` (see :class:`HttpTargetConfig`)."""
     values: dict[str, Any] = {"url": url, "request": request, "answer": answer, "retries": retries}
+    if follow_redirects != "none":
+        values["follow_redirects"] = follow_redirects
     if headers is not None:
         values["headers"] = headers
     if context_fields is not None:

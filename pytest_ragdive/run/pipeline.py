@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import RagdiveConfig
-from ..core.errors import FatalRunError
+from ..core.errors import FatalRunError, TargetError
 from ..core.records import Conversation, Document, JudgeCalls, Turn, Verdict
+from ..llm.redact import run_secrets
 from ..plugin.progress import Snapshot
 from ..sources.golden import load_corpus
 from .planning import Plan
 from .target import AsyncTarget
 from .turn_loop import BackgroundLoop, OnTurn, record_error, run_conversation, run_scripted
+from .watchdog import InFlight
 
 if TYPE_CHECKING:
     from ..metrics.backends import JudgeAsItRuns
@@ -35,11 +37,15 @@ class Pipeline:
         self.fatal: list[str] = []
         self._loop: BackgroundLoop | None = None
         self._futures: dict[str, concurrent.futures.Future[Conversation]] = {}
+        self._done: dict[str, Conversation] = {}  # plan key -> its finished conversation (until released)
         self._llm: Any = None
         self._corpora: dict[str, dict[str, Document]] = {}
         self._roles: dict[str, Role] = {}  # role name -> Role, read once (a YAML parse per conversation before)
         self._released = Snapshot()  # finished conversations let go of (release): still counted by progress
         self._grounding: Grounding | None = None
+        self.secrets = run_secrets(cfg)  # scrubbed from every reply of the LLM and the target
+        self.calls = InFlight()  # the target calls under way (the watchdog reads them)
+        self.stalled: str | None = None  # the watchdog's message once the loop stalled: the run stops
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -57,7 +63,7 @@ class Pipeline:
         if self._llm is None:
             from ..llm import LLMClient
 
-            self._llm = LLMClient.from_config(self.cfg)
+            self._llm = LLMClient.from_config(self.cfg, secrets=self.secrets)
         return self._llm
 
     def grounding(self) -> Grounding:
@@ -101,12 +107,40 @@ class Pipeline:
         """Start a plan (once; later calls return the same future)."""
         fut = self._futures.get(plan.key)
         if fut is None:
+            if self.stalled is not None:
+                raise TargetError(self.stalled)
             if self._loop is None:
-                self._loop = BackgroundLoop(self.cfg.concurrency)
+                self._loop = BackgroundLoop(
+                    self.cfg.concurrency, self.cfg.target_timeout_s, on_stall=self._stall, calls=self.calls
+                )
             loop = self._loop
-            fut = loop.submit(lambda: self.run_plan(plan, target, slot=loop.slot()), bounded=False)
+            fut = loop.submit(lambda: self._run_kept(plan, target, loop.slot()), bounded=False)
             self._futures[plan.key] = fut
         return fut
+
+    async def _run_kept(self, plan: Plan, target: AsyncTarget, slot: asyncio.Semaphore) -> Conversation:
+        conv = await self.run_plan(plan, target, slot=slot)
+        # kept at once, on the loop: a loop that blocks right after never hands it to the future
+        self._done[plan.key] = conv
+        return conv
+
+    def _stall(self, message: str) -> None:
+        """The watchdog found the loop blocked (or a call that ignores its cancellation):
+        every conversation still waited for is cancelled, so that the run ends now
+        (called in the watchdog's thread)."""
+        self.stalled = message
+        if message not in self.fatal:
+            self.fatal.append(message)
+        for fut in list(self._futures.values()):
+            fut.cancel()
+
+    def finished(self, key: str | None = None) -> list[Conversation]:
+        """The conversations that finished and are still held (not released; ``key``: that
+        plan's only): what an interrupted run reports beside those its items handed over."""
+        if key is not None:
+            conv = self._done.get(key)
+            return [conv] if conv is not None else []
+        return list(self._done.values())
 
     def release(self, key: str) -> None:
         """Let go of a finished plan's conversation (the caller holds what it needs of it);
@@ -115,13 +149,14 @@ class Pipeline:
         if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
             return
         del self._futures[key]
+        self._done.pop(key, None)
         self._released.done += 1
         self._released.started += 1
         self._released.turns += len(fut.result().turns)
 
     def close(self) -> None:
         if self._loop is not None:
-            if self._llm is not None and hasattr(self._llm, "aclose"):
+            if self._llm is not None and hasattr(self._llm, "aclose") and self._loop.turning():  # a blocked loop: no wait
                 try:
                     self._loop.run(self._llm.aclose(), timeout=10)
                 except (Exception, KeyboardInterrupt):  # noqa: BLE001 - best effort at shutdown; a second Ctrl-C ends it

@@ -29,10 +29,14 @@ import inspect
 import queue
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core.errors import TargetError, TargetTimeout
 from ..core.records import CallInfo, TargetResponse
+from .watchdog import InFlight
+
+if TYPE_CHECKING:
+    from ..llm.redact import Secrets
 
 History = list[dict[str, str]]
 
@@ -87,17 +91,30 @@ def coerce_response(value: Any) -> TargetResponse:
     raise TargetError(f"target returned {type(value).__name__}, expected TargetResponse, dict or str")
 
 
-def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGET_TIMEOUT_S) -> AsyncTarget:
+def as_async(
+    target: Callable[..., Any],
+    timeout_s: float | None = DEFAULT_TARGET_TIMEOUT_S,
+    *,
+    secrets: Secrets | None = None,
+    calls: InFlight | None = None,
+) -> AsyncTarget:
     """Wrap a sync or async callable so the runner can await it.
 
     Sync targets run in daemon threads (:class:`DaemonThreads`) so that
     several conversations progress at once and a call that hangs can be
     abandoned.
     A call that takes longer than ``timeout_s`` (None: no limit) raises
-    :class:`~pytest_ragdive.errors.TargetTimeout`.
+    :class:`~pytest_ragdive.errors.TargetTimeout`. ``secrets``: every reply is
+    scrubbed of the run's secrets (and of the target's own credentials, for an
+    HTTP target) before anything reads it; ``calls``: the calls in flight, for
+    the watchdog (:mod:`.watchdog`).
     """
     if not callable(target):
         raise TargetError(f"target {target!r} is not callable")
+    if secrets is not None:
+        own = getattr(target, "ragdive_secrets", None)  # an HTTP target's credentials
+        if callable(own):
+            secrets.add(own())
     is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
         getattr(target, "__call__", None)  # noqa: B004
     )
@@ -120,6 +137,7 @@ def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGE
     async def call(messages: History, call_info: CallInfo | None = None) -> TargetResponse:
         history = [dict(m) for m in messages]
         kwargs = {"call_info": call_info} if pass_info and call_info is not None else {}
+        started = calls.start(timeout_s, call_info) if calls is not None else None
         try:
             async with asyncio.timeout(timeout_s):  # in this task: no task per call, as wait_for makes
                 value = await once(history, kwargs)
@@ -128,7 +146,11 @@ def as_async(target: Callable[..., Any], timeout_s: float | None = DEFAULT_TARGE
                 f"the target did not answer within {timeout_s:g} s (target_timeout_s; "
                 "raise it with --ragdive-target-timeout or in the config)"
             ) from None
-        return coerce_response(value)
+        finally:
+            if calls is not None and started is not None:
+                calls.end(started)
+        resp = coerce_response(value)
+        return secrets.scrub_target(resp) if secrets is not None else resp
 
     return call
 

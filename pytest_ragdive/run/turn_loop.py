@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from ..core.records import Conversation, TargetResponse, Turn
 from .loop_executor import ClosingExecutor
 from .target import AsyncTarget, make_call_info
+from .watchdog import PING_S, InFlight, Watchdog, ping
 
 T = TypeVar("T")
 
@@ -27,9 +28,17 @@ OnTurn = Callable[[Conversation, Turn], None]
 
 
 class BackgroundLoop:
-    """An asyncio loop in a daemon thread; ``submit`` returns a concurrent Future."""
+    """An asyncio loop in a daemon thread; ``submit`` returns a concurrent Future.
+    With ``stall_s``, a :class:`~.watchdog.Watchdog` calls ``on_stall(message)`` once
+    when the loop stops turning for longer (or a call in ``calls`` outlives its timeout)."""
 
-    def __init__(self, concurrency: int) -> None:
+    def __init__(
+        self,
+        concurrency: int,
+        stall_s: float | None = None,
+        on_stall: Callable[[str], None] | None = None,
+        calls: InFlight | None = None,
+    ) -> None:
         self._loop = asyncio.new_event_loop()
         self._closed = False
         # litellm's calls in the executor return coroutines; one abandoned by a cancel is closed, not left unawaited
@@ -39,6 +48,17 @@ class BackgroundLoop:
         self._concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self._thread.start()
+        self.watchdog: Watchdog | None = None
+        if stall_s is not None and on_stall is not None:
+            self.watchdog = Watchdog(self._loop, self._thread, stall_s, on_stall, calls)
+            self.watchdog.start()
+
+    def turning(self) -> bool:
+        """Whether the loop still runs callbacks (False once it is blocked: then
+        nothing waits on it, neither a shutdown nor an interrupt)."""
+        if self._closed and not self._thread.is_alive():
+            return False
+        return self.watchdog.turning() if self.watchdog is not None else ping(self._loop, PING_S)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -78,22 +98,33 @@ class BackgroundLoop:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def close(self) -> None:
+        """Cancel what runs and stop the loop; at once (nothing waited for) when the
+        loop is blocked: its daemon thread is left behind."""
         if self._closed:
             return
+        turning = self.turning()
         self._closed = True
+        if self.watchdog is not None:
+            self.watchdog.stop()
 
         async def _cancel_all() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for t in tasks:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:  # a task that swallows its cancellation is not waited for long
+                done, _ = await asyncio.wait(tasks, timeout=1.0 if self.watchdog and self.watchdog.stalled else 5.0)
+                for t in done:
+                    if not t.cancelled():
+                        t.exception()  # seen: no "exception was never retrieved" at exit
 
-        try:
-            asyncio.run_coroutine_threadsafe(_cancel_all(), self._loop).result(timeout=5)
-        except Exception:  # noqa: BLE001 - best effort at shutdown
-            pass
+        if turning:
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_all(), self._loop).result(timeout=6)
+            except Exception:  # noqa: BLE001 - best effort at shutdown
+                pass
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        if turning:
+            self._thread.join(timeout=5)
         self._executor.shutdown(wait=False, cancel_futures=True)
         if not self._thread.is_alive():
             self._loop.close()  # else ResourceWarning: unclosed event loop

@@ -13,9 +13,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,7 +26,7 @@ from pydantic import (
     model_serializer,
 )
 
-from ..core.errors import GoldenError, one_line
+from ..core.errors import GoldenError, cut, fault, one_line, quote
 from ..core.paths import read_text
 from ..core.records import Conversation, Document, QuestionType, Turn
 from ..metrics.assertions import Assertion, normalise
@@ -33,6 +34,13 @@ from ..metrics.assertions import Assertion, normalise
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank (the message sent to the chatbot)")
+    return value
+
 
 
 class _Asserted(_Row):
@@ -57,7 +65,7 @@ class _Asserted(_Row):
 
 class SingleTurnCase(_Asserted):
     question_id: str
-    question: str
+    question: Annotated[str, AfterValidator(_not_blank)]
     expected_answer: str = ""
     relevant_doc_ids: list[str] = Field(default_factory=list)
     category: str | None = None
@@ -67,7 +75,7 @@ class SingleTurnCase(_Asserted):
 
 
 class ScriptedTurn(_Asserted):
-    rag_input: str
+    rag_input: Annotated[str, AfterValidator(_not_blank)]
     standalone_question: str = ""
     ground_truth: str = ""
     question_type: QuestionType = "Follow-up"
@@ -117,7 +125,10 @@ def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
             try:
                 out.append((no, json.loads(line), None))
             except json.JSONDecodeError as e:
-                raise GoldenError(f"{path}:{no}: invalid JSON: {e.msg}") from None
+                raise GoldenError(fault(path, f"invalid JSON: {e.msg}", line=no, col=e.colno)) from None
+        if not out:
+            what = "is empty" if not text else "has only blank lines" if not text.strip() else "has no rows (only comments)"
+            raise GoldenError(f"{path}: the file {what}: expected one JSON object a line")
         return out
     if path.suffix in (".yaml", ".yml", ".json"):
         return _yaml_rows(path, text, list_keys)
@@ -196,8 +207,11 @@ def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[
             data = _construct(loader, node) if node is not None else None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise GoldenError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
+        problem = str(getattr(e, "problem", None) or e)
+        raise GoldenError(fault(
+            path, f"invalid YAML: {cut(problem)}",
+            line=mark.line + 1 if mark is not None else None, col=mark.column + 1 if mark is not None else None,
+        )) from None
     finally:
         loader.dispose()
     if isinstance(data, dict):
@@ -206,8 +220,12 @@ def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[
             raise GoldenError(f"{path}:1: expected a list of rows or a mapping with one of {list_keys}")
         data = data[key]
         node = next((v for k, v in node.value if k.value == key), None) if node is not None else None
+    if node is None and data is None:
+        raise GoldenError(f"{path}: the file is empty: expected a list of rows")
     if not isinstance(data, list):
         raise GoldenError(f"{path}:1: expected a list of rows")
+    if not data:
+        raise GoldenError(f"{path}: the list of rows is empty")
     items = node.value if node is not None and isinstance(node.value, list) else []
     if len(items) != len(data):
         return [(1, row, None) for row in data]
@@ -246,7 +264,7 @@ def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[An
             raise GoldenError(f"{path}:{where}: {one_line(e)}") from None
         rid = getattr(rec, "question_id", None) or getattr(rec, "id", None)
         if rid in seen:
-            raise GoldenError(f"{path}:{line}: duplicate id {rid!r} (first at line {seen[rid]})")
+            raise GoldenError(f"{path}:{line}: duplicate id {quote(rid)} (first at line {seen[rid]})")
         seen[str(rid)] = line
         out.append(rec)
     return out

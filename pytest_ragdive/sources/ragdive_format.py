@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from ..core.errors import RagdiveFormatError
-from ..core.paths import read_text
+from ..core.paths import atomic_open, read_text
 from ..core.records import Context, Conversation, Document, QuestionType, Turn
 from .validator import normalize_question_type
 
@@ -235,11 +235,12 @@ def write_ragdive(
     p = Path(path)
     items = export_ragdive(convs, documents)
     as_jsonl = p.suffix == ".jsonl" if jsonl is None else jsonl
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if as_jsonl:
-        p.write_text("".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items), encoding="utf-8")
-    else:
-        p.write_text(json.dumps(items, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    text = (
+        "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items) if as_jsonl
+        else json.dumps(items, ensure_ascii=False, indent=2) + "\n"
+    )
+    with atomic_open(p) as fh:
+        fh.write(text)
     return p
 
 

@@ -52,7 +52,7 @@ def test_yaml_conversation_error_line_in_a_plain_list(tmp_path: Path) -> None:
 def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
     f.write_text("- question_id: a\n  question: [unclosed\n- question_id: b\n")
-    with pytest.raises(GoldenError, match=r"bad\.yaml:\d+: invalid YAML"):
+    with pytest.raises(GoldenError, match=r"bad\.yaml:\d+:\d+: invalid YAML"):
         golden.load_single_turn(f)
 
 
