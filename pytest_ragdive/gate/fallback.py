@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.records import Conversation
 from ..core.results import BaselineMetric
-from ..metrics.registry import OFFLINE_TWINS
+from ..metrics.registry import METRICS, OFFLINE_TWINS
 
 __all__ = ["KeylessGate", "keyless_gate", "restrict"]
 
@@ -65,9 +65,17 @@ def keyless_gate(convs: Iterable[Conversation], gates: Mapping[str, Mapping[str,
         if not unjudged:
             continue
         swapped = {m: OFFLINE_TWINS[m] for m in gate if m in OFFLINE_TWINS}
-        if not swapped:
+        # an LLM-judged metric with no offline scorer (answer_relevance, a rubric judge without an
+        # offline twin) cannot be decided on this run: not gated here, and said so
+        judged_only = [m for m in gate if m not in swapped and _judged_only(m)]
+        if judged_only:
+            out.notes.append(
+                f"suite {suite}: {', '.join(judged_only)} not judged (no key) and without an offline twin: not gated "
+                "on this run (a run with the key, or its cache, decides them)"
+            )
+        if not swapped and not judged_only:
             continue
-        out.gates[suite] = {swapped.get(m, m): tol for m, tol in gate.items()}
+        out.gates[suite] = {swapped.get(m, m): tol for m, tol in gate.items() if m not in judged_only}
         out.twins[suite] = {twin: m for m, twin in swapped.items()}
         out.notes.append(
             f"suite {suite}: {unjudged} judge call(s) not cached and no key to make them (record mode none): "
@@ -76,6 +84,13 @@ def keyless_gate(convs: Iterable[Conversation], gates: Mapping[str, Mapping[str,
             "(--ragdive-require-judge makes a miss fail instead)"
         )
     return out
+
+
+def _judged_only(metric: str) -> bool:
+    """Only an LLM judge scores it: answer_relevance, or a rubric judge (its offline twin, if
+    any, scores it offline under its own name)."""
+    spec = METRICS.get(metric)
+    return metric == "answer_relevance" or (spec is not None and spec.kind == "rubric")
 
 
 def restrict(bm: BaselineMetric | None, ids: Iterable[str]) -> BaselineMetric | None:

@@ -58,3 +58,18 @@ def test_load_baseline_takes_a_str(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     path.write_text(dumps_baseline(Baseline(suites={"core": {"answer_f1": BaselineMetric(mean=0.5, min=0.5, max=0.5)}})))
     assert load_baseline(str(path)).suites["core"]["answer_f1"].mean == 0.5
+
+
+def test_a_judged_only_metric_is_not_gated_on_a_keyless_run_and_said_so() -> None:
+    """answer_relevance and a rubric judge have no offline scorer: an unjudged suite cannot decide
+    them (they would read "no data" and fail every fork's PR), so they leave its gate with a note."""
+    from pytest_ragdive.metrics.registry import BUILTINS, MetricSpec
+
+    rubric = MetricSpec("polite", "higher", "turn", "a rubric", "answer", kind="rubric", origin="[tool.ragdive.judges.polite]")
+    gates = {"core": {"faithfulness": 0.02, "answer_relevance": 0.03, "polite": 0.05}}
+    with BUILTINS.extended([rubric]).active():
+        got = keyless_gate([_conv("a", unjudged=1)], gates)
+        judged = keyless_gate([_conv("a")], gates)
+    assert got.gates["core"] == {"faithfulness_offline": 0.02}
+    assert any("answer_relevance, polite not judged (no key) and without an offline twin: not gated" in n for n in got.notes)
+    assert judged.gates == gates  # everything judged: every metric gated

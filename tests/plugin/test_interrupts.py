@@ -33,9 +33,9 @@ def _project(pytester: pytest.Pytester, server: FakeLLMServer, transport: str) -
     )
 
 
-def _interrupt(pytester: pytest.Pytester, transport: str, presses: int) -> tuple[int, str]:
+def _interrupt(pytester: pytest.Pytester, transport: str, presses: int, gap_s: float = 0.3) -> tuple[int, str]:
     """Start a generated suite against a slow server, press Ctrl-C ``presses``
-    times (0.3 s apart) once requests are in flight; the exit code and output."""
+    times (``gap_s`` apart) once requests are in flight; the exit code and output."""
     server = FakeLLMServer(scripted, latency_s=1.0).start()
     try:
         _project(pytester, server, transport)
@@ -54,7 +54,7 @@ def _interrupt(pytester: pytest.Pytester, transport: str, presses: int) -> tuple
                 time.sleep(0.05)
             for _ in range(presses):
                 proc.send_signal(signal.SIGINT)
-                time.sleep(0.3)
+                time.sleep(gap_s)
             out, _ = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
@@ -81,7 +81,9 @@ def test_one_ctrl_c_stops_the_llm_run_cleanly(pytester: pytest.Pytester, transpo
 @posix_only
 def test_a_second_ctrl_c_while_shutting_down_quits_with_one_line(pytester: pytest.Pytester) -> None:
     # litellm's shutdown is the slow one (pytest formats the interrupt over its thousands of modules)
-    rc, out = _interrupt(pytester, "litellm", presses=2)
+    # the second press comes while the first one's shutdown runs (it takes well over 0.05 s:
+    # the interrupt is formatted, the loop's calls are cancelled, the reports are written)
+    rc, out = _interrupt(pytester, "litellm", presses=2, gap_s=0.05)
     assert rc == FORCED_EXIT, out
     assert "Ctrl-C again while shutting down: exiting now" in out
     assert "Traceback" not in out and "SystemError" not in out, out

@@ -150,7 +150,7 @@ def test_ctrl_c_while_the_loop_is_blocked_exits_within_two_seconds(
     took = time.monotonic() - t0
     out = _finish(proc)
     print(f"exited {took:.2f} s after Ctrl-C")
-    assert took < 4.0, (took, out)  # about 0.5 s on a quiet machine (pytest formats the interrupt, collects garbage)
+    assert took < 6.0, (took, out)  # about 0.5 s on a quiet machine, 2-4 s under heavy load (9690bde: 11 s)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     data = _results(pytester)
     assert data["info"]["completed"] is False and "core::q-snow::run0" in data["not_run"]
