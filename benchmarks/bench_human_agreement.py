@@ -79,7 +79,7 @@ def _semantic_grid(cap: int | None = None) -> list[Rule]:
 
 CAPS = (None, 12, 24, 36, 48)
 #: the variants the folds choose from (widened once, after a first run whose choices sat
-#: at the edge of the grid: widths up to 0.4, caps None, 12 and 24; docs/_incoming/issue-27.md)
+#: at the edge of the grid: widths up to 0.4, caps None, 12 and 24; docs/metrics.md, "Agreement with people")
 SUPPORT_GRID: list[Rule] = [LEXICAL_SUPPORT, *_semantic_grid()]
 COVERAGE_GRID: list[Rule] = [
     *(Rule("lexical", cap=c) for c in CAPS),

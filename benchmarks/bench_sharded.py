@@ -21,7 +21,7 @@ condition) in-process (``pytest_ragdive.run_suite``), once per bot configuration
 Every answer attempt is also judged by a fake correctness judge (``FakeLLMServer``, the
 ``judge`` role; the simulator and classifier stay offline): it accepts a candidate that
 states every part of the reference (each comma-separated part's words) whatever else it
-says, which token F1 does not. Prints three tables (the ones in docs/_incoming/issue-26.md).
+says, which token F1 does not. Prints three tables (the ones in docs/sharded.md).
 """
 
 from __future__ import annotations
