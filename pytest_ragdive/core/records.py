@@ -306,10 +306,10 @@ class Support(Record):
     """One asserted unit of an answer (a clause, citation markers stripped) and what supports it.
 
     Whatever rule decides support fills it (the lexical rule of
-    :func:`pytest_ragdive.metrics.lexical.support_units`; a semantic rule the same way):
+    :func:`pytest_ragdive.metrics.evidence.support_units`, by the rule of :mod:`pytest_ragdive.metrics.grounding`):
     ``score`` is the unit's support in [0, 1] and ``weight`` its weight in the answer's
     faithfulness, which is ``sum(weight * score) / sum(weight)`` over the units
-    (:func:`pytest_ragdive.metrics.lexical.weighted_support`). ``by`` says where the best
+    (:func:`pytest_ragdive.metrics.evidence.weighted_support`). ``by`` says where the best
     support came from, ``context_id`` and ``span`` which retrieved context (or earlier
     conversation text) and which of its sentences."""
 

@@ -154,7 +154,7 @@ def _culprit(c: Culprit) -> str:
         return text + f'; turn {c.quote_turn}, {how}: <mark class="u-{"unsupported" if how == "unsupported" else "partial"}">' \
                       f"{e(c.quote)}</mark></li>"
     if c.reason_turn is not None:
-        return text + f"; turn {c.reason_turn}, the judge: {e(c.reason)}</li>"
+        return text + f"; turn {c.reason_turn}: {e(c.reason)}</li>"
     if c.reason and (c.metric == "safety_pass_rate" or _per_conversation(c.metric)):
         return text + f"; {e(c.reason)}</li>"
     return text + (f"; worst turn(s) {', '.join(map(str, c.turns))}" if c.turns else "") + "</li>"

@@ -99,7 +99,8 @@ def pr_comment_md(outcome: RunOutcome, artifact_url: str | None = None) -> str:
     if errored:
         names = ", ".join(f"`{clip(c.id, 80)}`" for c in errored[:5]) + (f" and {len(errored) - 5} more" if len(errored) > 5 else "")
         lines += ["", f"{len(errored)} conversation{'s' if len(errored) != 1 else ''} errored: {names}."]
-    lines += ["", f"Full report: [report.html and summary.md]({url}) (the `ragdive-report` artifact of this run)."]
+    artifacts = ", ".join(f"`ragdive-report-{s}`" for s in outcome.suites) or "`ragdive-report-<suite>`"
+    lines += ["", f"Full report: [report.html and summary.md]({url}) (the {artifacts} artifact of this run)."]
     text = "\n".join(lines) + "\n"
     if len(text) > BUDGET:  # the caps above make this unreachable; the promise is kept regardless
         text = text[: BUDGET - 200].rsplit("\n", 1)[0] + f"\n\n(cut to fit a comment; the full report: {url[:150]})\n"

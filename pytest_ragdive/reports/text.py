@@ -104,7 +104,7 @@ def culprit_text(c: Culprit, metric: str, runs: bool = False) -> str:
         how = "unsupported" if (c.quote_support or 0.0) < PARTIAL_SUPPORT else "partly supported"
         return text + f"; turn {c.quote_turn}, {how}: {clip(c.quote)!r}"
     if c.reason_turn is not None:
-        return text + f"; turn {c.reason_turn}, the judge: {clip(c.reason)}"
+        return text + f"; turn {c.reason_turn}: {clip(c.reason)}"
     spec = METRICS.get(metric)
     if c.reason and ((spec is not None and spec.level == "conversation") or metric == "safety_pass_rate"):
         return text + f"; {clip(c.reason)}"

@@ -144,7 +144,7 @@ def test_report_lines_give_power_unstable_and_what_got_worse() -> None:
     assert sum(m.share for m in row.worse) <= 1 + 1e-9 and all(m.share > 0 for m in row.worse)
     found = culprits(row, convs)
     assert [c.id for c in found] == [m.id for m in row.worse[:5]]
-    assert culprit_text(found[0], "correctness").endswith("turn 1, the judge: the answer names the wrong plan")
+    assert culprit_text(found[0], "correctness").endswith("turn 1: the answer names the wrong plan")
     assert paired_lines([r.model_copy(update={"paired": None}) for r in rows]) == []
 
 

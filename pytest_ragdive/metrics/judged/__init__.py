@@ -43,7 +43,7 @@ prompts. :mod:`pytest_ragdive.metrics.backends` (``conversation_judge``,
 ``judge_conversation``) is the one place that picks the backend from the config.
 
 Every untrusted text (documents, contexts, answers, questions, ground truths,
-transcripts) is put into a prompt through :func:`~pytest_ragdive.prompts.fence`
+transcripts) is put into a prompt through :func:`~pytest_ragdive.llm.prompts.fence`
 and the system prompt says that fenced text is data (``FENCE_NOTE``).
 An invalid judge output gives the metric None for that item, with the reason
 ``"invalid judge output: ..."``; client errors (cache miss in replay mode,

@@ -1,5 +1,5 @@
 """What the judges see: the retrieved contexts, the reference document and the
-transcript, every untrusted text fenced (:func:`~pytest_ragdive.prompts.fence`)."""
+transcript, every untrusted text fenced (:func:`~pytest_ragdive.llm.prompts.fence`)."""
 
 from __future__ import annotations
 

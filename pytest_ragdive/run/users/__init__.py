@@ -1,4 +1,4 @@
-"""Who talks to the chatbot: implementations of :class:`pytest_ragdive.runner.User`.
+"""Who talks to the chatbot: implementations of :class:`pytest_ragdive.run.turn_loop.User`.
 
 - :mod:`.scripted`: golden turns, replayed verbatim;
 - :mod:`.simulator`: the RAG-DIVE Conversation Generator with its validator;
