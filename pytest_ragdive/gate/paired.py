@@ -100,6 +100,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal
 
@@ -124,11 +125,12 @@ BandVerdict = Literal["pass", "regression", "improvement"]
 PairedVerdict = Literal["pass", "regression", "improvement", "inconclusive"]
 
 
-class ConvValue(BaseModel):
+@dataclass(slots=True)
+class ConvValue:
     """One conversation's value of one metric in one run, and how many scored
-    turns it averages (1 for conversation-level metrics)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    turns it averages (1 for conversation-level metrics). A plain slotted record:
+    the gate makes one per conversation, metric and run (a pydantic one cost ten
+    times as much to make)."""
 
     value: float
     count: int = 1
@@ -183,11 +185,12 @@ class PairedResult(BaseModel):
 def conversation_value(conv: Conversation, metric: str) -> ConvValue | None:
     """Turn-level metrics: the mean over the conversation's scored turns (with
     their count); conversation-level metrics: the conversation's score."""
-    if metric in METRICS and METRICS[metric].level == "conversation":
+    spec = METRICS.get(metric)
+    if spec is not None and spec.level == "conversation":
         v = conv.scores.get(metric)
-        return None if v is None or math.isnan(v) else ConvValue(value=float(v), count=1)
-    vals = [s for t in conv.turns if (s := t.scores.get(metric)) is not None and not math.isnan(s)]
-    return ConvValue(value=sum(vals) / len(vals), count=len(vals)) if vals else None
+        return None if v is None or v != v else ConvValue(float(v), 1)  # (v != v: NaN)
+    vals = [s for t in conv.turns if (s := t.scores.get(metric)) is not None and s == s]
+    return ConvValue(sum(vals) / len(vals), len(vals)) if vals else None
 
 
 def value_of(conv: Conversation, metric: str) -> float | None:
@@ -370,8 +373,13 @@ def decide(
 
 
 def baseline_table(bm: BaselineMetric) -> Table:
-    """A baseline metric's per-conversation values as a paired table."""
+    """A baseline metric's per-conversation values as a paired table (made for one
+    metric at a time: the baseline holds them as arrays)."""
+    cv = bm.conversations
+    if not cv:
+        return {}
+    r, values, counts = cv.runs, cv.numbers, cv.counts
     return {
-        cid: [ConvValue(value=v, count=n) for v, n in runs if v is not None]
-        for cid, runs in sorted((bm.conversations or {}).items())
+        cid: [ConvValue(values[j], counts[j]) for j in range(i * r, i * r + r) if values[j] == values[j]]  # (NaN: no value)
+        for i, cid in enumerate(cv.ids)
     }

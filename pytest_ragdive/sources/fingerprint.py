@@ -43,8 +43,11 @@ def _cases(kind: str, path: Path) -> dict[str, str]:
     return out
 
 
-def fingerprint(cfg: RagdiveConfig, suites: list[str]) -> Fingerprint:
-    """The golden files of ``suites`` as they are now (unreadable files are left to the planner to report)."""
+def fingerprint(cfg: RagdiveConfig, suites: list[str], known: Fingerprint | None = None) -> Fingerprint:
+    """The golden files of ``suites`` as they are now (unreadable files are left to the planner to report).
+    ``known``: a fingerprint recorded earlier (a baseline's); a file whose content hash is the one
+    recorded there keeps its recorded cases, unparsed (the same bytes are the same cases: checking a
+    20,000-conversation YAML file against its baseline costs a hash, not a second parse)."""
     out: Fingerprint = {}
     for suite in suites:
         sc = cfg.suites.get(suite)
@@ -56,7 +59,9 @@ def fingerprint(cfg: RagdiveConfig, suites: list[str]) -> Fingerprint:
             for name in names:
                 path = cfg.path(name)
                 try:
-                    files[name] = GoldenFile(sha256=_digest(path.read_bytes()), cases=_cases(kind, path))
+                    sha = _digest(path.read_bytes())
+                    old = (known or {}).get(suite, {}).get(name)
+                    files[name] = old if old is not None and old.sha256 == sha else GoldenFile(sha256=sha, cases=_cases(kind, path))
                 except (OSError, ValueError):
                     continue
         out[suite] = files
