@@ -204,6 +204,9 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
         target = "bench_target:bot"
         corpus = "%s"
 
+        [tool.ragdive.gate]  # the default tolerances; one look (a rerun is a second run, not the gate's cost)
+        inconclusive = "pass"
+
         [tool.ragdive.suites.core]
         conversations = ["golden/convs.yaml"]
         """ % (EXAMPLE / "corpus" / "helpcentre.jsonl")

@@ -134,7 +134,7 @@ class _Concluding:
             self.guard.uninstall()
         # concluded, reported and summarised: what is held goes before pytest's own
         # clean-up collects garbage (several full passes over the heap)
-        self.sess.collected.clear()
+        self.sess.let_go()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         outcome = self.sess.outcome

@@ -154,16 +154,112 @@ def _construct(loader: Any, root: Any) -> Any:
     return loader.construct_document(root) if merges else data
 
 
-def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[int, Any]]:
-    """One parse (libyaml's C parser where PyYAML has it): the composed node
-    tree gives each row's line, the constructor builds the data from it."""
+class _Unusual(Exception):
+    """A document the event reader leaves to PyYAML's own composer (merge keys, explicit
+    tags, a key that is not a plain value, more than one document)."""
+
+
+def _from_events(loader: Any) -> tuple[Any, dict[int, list[int]]]:
+    """The data of a single YAML document built straight from the parser's events, with
+    no node tree: libyaml's composed tree (a Python node and two marks per value) held
+    some 20 KB a conversation at once, most of a large run's peak memory, where the
+    events come and go one at a time. Returns the data and, for the document's top-level
+    sequence and every sequence directly under its top-level mapping (by ``id``), the
+    1-based first line of each item. Plain strings are taken as they are; every other
+    scalar goes through the safe constructor; an alias gives the same object."""
     import yaml
 
+    ev_t = yaml.events
+    scalar_node = yaml.nodes.ScalarNode
+    anchors: dict[str, Any] = {}
+    lines: dict[int, list[int]] = {}
+    # open containers: [container, the key waiting for its value (a mapping's), depth]
+    stack: list[list[Any]] = []
+    root: list[Any] = []
+    no_key = object()
+
+    def put(value: Any, start_line: int) -> None:
+        if not stack:
+            root.append(value)
+            return
+        top = stack[-1]
+        container, depth = top[0], top[2]
+        if type(container) is list:
+            container.append(value)
+            if depth <= 1:
+                lines.setdefault(id(container), []).append(start_line)
+        elif top[1] is no_key:
+            if not isinstance(value, (str, int, float, bool)) and value is not None:
+                raise _Unusual  # a key that is a mapping, a sequence or a date: PyYAML says what it makes of it
+            top[1] = value
+        else:
+            container[top[1]] = value
+            top[1] = no_key
+
+    def tag_of(event: Any, kind: Any, value: Any) -> str:
+        tag = event.tag
+        if tag is None or tag == "!":
+            return str(loader.resolve(kind, value, event.implicit))
+        raise _Unusual
+
+    documents = 0
+    while True:
+        event = loader.get_event()
+        t = type(event)
+        if t is ev_t.ScalarEvent:
+            tag = tag_of(event, scalar_node, event.value)
+            if tag == _MERGE_TAG:
+                raise _Unusual
+            if tag == _STR_TAG:
+                value = event.value
+            else:
+                value = loader.construct_object(scalar_node(tag, event.value, event.start_mark, event.end_mark,
+                                                            event.style), deep=True)
+                loader.constructed_objects.clear()
+            if event.anchor is not None:
+                anchors[event.anchor] = value
+            put(value, event.start_mark.line + 1)
+        elif t is ev_t.MappingStartEvent or t is ev_t.SequenceStartEvent:
+            mapping = t is ev_t.MappingStartEvent
+            tag_of(event, yaml.nodes.MappingNode if mapping else yaml.nodes.SequenceNode, None)
+            container: Any = {} if mapping else []
+            if event.anchor is not None:
+                anchors[event.anchor] = container
+            put(container, event.start_mark.line + 1)
+            stack.append([container, no_key, len(stack)])
+        elif t is ev_t.MappingEndEvent or t is ev_t.SequenceEndEvent:
+            stack.pop()
+        elif t is ev_t.AliasEvent:
+            if event.anchor not in anchors:
+                raise _Unusual  # PyYAML names the unknown alias
+            put(anchors[event.anchor], event.start_mark.line + 1)
+        elif t is ev_t.DocumentStartEvent:
+            documents += 1
+            if documents > 1:
+                raise _Unusual  # PyYAML says it expected a single document
+        elif t is ev_t.StreamEndEvent:
+            break
+    return (root[0] if root else None), lines
+
+
+def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[int, Any]]:
+    """One parse (libyaml's C parser where PyYAML has it), data built from its events
+    (:func:`_from_events`), each row with its first line; a document that reader leaves
+    alone is composed and constructed by PyYAML."""
+    import yaml
+
+    item_lines: dict[int, list[int]] | None = None
     loader = _loader_class()(text)
     try:
         with paused_gc():
-            node = loader.get_single_node()
-            data = _construct(loader, node) if node is not None else None
+            try:
+                data, item_lines = _from_events(loader)
+            except _Unusual:
+                loader.dispose()
+                loader = _loader_class()(text)
+                node = loader.get_single_node()
+                data = _construct(loader, node) if node is not None else None
+                item_lines = _node_lines(node, data) if node is not None else {}
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -175,12 +271,25 @@ def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[
         if key is None:
             raise GoldenError(f"{path}:1: expected a list of rows or a mapping with one of {list_keys}")
         data = data[key]
-        node = next((v for k, v in node.value if k.value == key), None) if node is not None else None
     if not isinstance(data, list):
         raise GoldenError(f"{path}:1: expected a list of rows")
-    items = node.value if node is not None and isinstance(node.value, list) else []
-    lines = [n.start_mark.line + 1 for n in items] if len(items) == len(data) else [1] * len(data)
+    lines = (item_lines or {}).get(id(data), [])
+    if len(lines) != len(data):
+        lines = [1] * len(data)
     return list(zip(lines, data, strict=True))
+
+
+def _node_lines(root: Any, data: Any) -> dict[int, list[int]]:
+    """:func:`_from_events`'s lines from a composed node tree: each item's first line, for
+    the top-level sequence and the sequences directly under the top-level mapping."""
+    out: dict[int, list[int]] = {}
+    pairs = [(root, data)]
+    if isinstance(data, dict) and isinstance(root.value, list):
+        pairs += [(v, data.get(k.value)) for k, v in root.value if isinstance(k.value, str)]
+    for node, value in pairs:
+        if isinstance(value, list) and isinstance(node.value, list):
+            out[id(value)] = [n.start_mark.line + 1 for n in node.value]
+    return out
 
 
 def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
