@@ -20,6 +20,7 @@ from ..core.config import RagdiveConfig
 from ..core.records import Conversation, Document, JudgeCalls, ValidationStats
 from ..core.results import Baseline, GoldenFile
 from ..llm.stats import LLMStats
+from ..sources.golden import paused_gc
 from .outcome import GateStatus, RunInfo, RunOutcome
 
 if TYPE_CHECKING:
@@ -51,7 +52,20 @@ def conclude(
 ) -> RunOutcome:
     """Decide the run. ``baseline`` is the baseline to gate against or, when
     ``cfg.update_baseline``, the existing file's content (suites this run does
-    not cover keep their stored values), or None."""
+    not cover keep their stored values), or None. The cyclic collector is paused
+    meanwhile (:func:`~pytest_ragdive.sources.golden.paused_gc`): the tables built here
+    are let go of by reference counting, and each of its full passes over a large
+    run's heap (every held conversation) cost a third of the paired test's time."""
+    with paused_gc():
+        return _conclude(conversations, cfg, baseline, facts)
+
+
+def _conclude(
+    conversations: Sequence[Conversation],
+    cfg: RagdiveConfig,
+    baseline: Baseline | None,
+    facts: RunFacts,
+) -> RunOutcome:
     from ..metrics.aggregate import aggregate
     from .baseline import baseline_note, build_baseline
     from .rows import check
@@ -191,7 +205,17 @@ def publish(
     ``documents(suite)`` gives a generated suite's corpus for the RAG-DIVE
     export; ``stored``: the full JSON and report.html body of conversations the
     outcome holds without contexts (:class:`~pytest_ragdive.held.HeldConversations`).
-    Returns the report files written."""
+    Returns the report files written (the cyclic collector paused meanwhile, as in :func:`conclude`)."""
+    with paused_gc():
+        return _publish(outcome, cfg, documents, stored)
+
+
+def _publish(
+    outcome: RunOutcome,
+    cfg: RagdiveConfig,
+    documents: Callable[[str], Mapping[str, Document]] | None,
+    stored: Stored | None,
+) -> list[Path]:
     if outcome.baseline is not None and outcome.status is GateStatus.BASELINE_WRITTEN:
         from .baseline import write_baseline
 

@@ -59,7 +59,8 @@ def fingerprint(cfg: RagdiveConfig, suites: list[str], known: Fingerprint | None
             for name in names:
                 path = cfg.path(name)
                 try:
-                    sha = _digest(path.read_bytes())
+                    with open(path, "rb") as fh:  # hashed a block at a time (a large file is never held whole)
+                        sha = hashlib.file_digest(fh, "sha256").hexdigest()
                     old = (known or {}).get(suite, {}).get(name)
                     files[name] = old if old is not None and old.sha256 == sha else GoldenFile(sha256=sha, cases=_cases(kind, path))
                 except (OSError, ValueError):
