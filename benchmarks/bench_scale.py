@@ -1,22 +1,40 @@
-"""Offline runs at scale: does the chatbot dominate the cost?
+"""Offline runs at scale, gated as users run them: does the chatbot dominate the cost?
 
-    python benchmarks/bench_scale.py                          # 10 ... 20,000 conversations
+    python benchmarks/bench_scale.py                          # 10 ... 20,000 conversations, gated
     python benchmarks/bench_scale.py --sizes 10,1000 --modes plain
+    python benchmarks/bench_scale.py --ungated                # no baseline (the table before issue 28)
 
 For each size, a temporary project gets a synthetic golden YAML file of
 five-turn scripted conversations (questions drawn from the bundled example's
-help-centre corpus) and the example's BM25 chatbot (`example_project/
-example_rag`) as the target, wrapped so that it measures its own CPU time
-(``time.thread_time`` around each call) and every process's peak RSS. The
-README's offline gate command runs on it, plain and with ``-n 2``
-(pytest-xdist), with ``--ragdive-report-dir`` (results.json keeps every
-context).
+help-centre corpus; the first turn of each has a negative assertion, so the
+default gate's safety_pass_rate applies) and the example's BM25 chatbot
+(`example_project/example_rag`) as the target, sampling its sentences
+(temperature 0.3, as an LLM would) and wrapped so that it measures its own CPU
+time (``time.thread_time`` around each call) and every process's peak RSS.
 
-Columns: wall s; target CPU s (summed over processes); wall / target CPU;
-the CPU of every pytest process / target CPU; peak RSS summed over the
-processes; MB per conversation (the peak's growth over the smallest size,
-divided by the extra conversations). Targets at 5,000 conversations: CPU /
-target at most 1.2 (plain) and under 0.05 MB per conversation.
+Gated (the default): a baseline is recorded first (row ``record``: that run,
+plain, the bot on another seed, so that every conversation differs a little
+from its baseline and the paired test resamples real differences), then the
+README's gate command runs against it (``--ragdive-baseline``), plain and with
+``-n 2`` (pytest-xdist), with ``--ragdive-report-dir`` (results.json keeps
+every context). ``gate.inconclusive = "pass"``: every gated run is one look (a
+rerun would be a second run of the suite, not the gate's cost).
+
+Columns: wall s; the bot's CPU s (summed over processes); wall / bot CPU; the
+CPU of every pytest process / bot CPU; plugin ms/conv (the CPU of every pytest
+process less the bot's, per conversation: start-up, pytest, the turn loop,
+scoring, holding, the gate); peak RSS summed over the processes; MB/conv (the
+peak's growth over the smallest size, divided by the extra conversations);
+then the gate's own share, measured inside the process that concludes:
+gate s and gate CPU s (loading the baseline, in every process, and the whole
+end of the run: aggregation, the paired statistics, the reports), gate % (gate
+s / wall s), gate MB (the peak RSS above the process's RSS when the end of the
+run began; the kernel's high-water mark, reset there), baseline MB (RSS added
+by loading the baseline), and the CPU s of aggregation, the paired statistics
+(``gate.rows.check``), the reports and report.html alone; the sizes of
+results.json and report.html. Targets at 5,000 gated conversations: the
+gate's own time under 5% of the run, under 0.05 MB per conversation (plain),
+results.json written by streaming, report.html under 25 MB.
 
 ``--pytest-alone`` also times a plugin-free pytest run of as many empty tests
 per size: pytest's own cost per item, the floor under CPU / target.
@@ -78,87 +96,7 @@ TARGET = textwrap.dedent(
 )
 
 
-CONFTEST = textwrap.dedent(
-    '''
-    import json, os, sys, time
-
-    import pytest_ragdive.gate.preconditions as _pre
-    import pytest_ragdive.gate.rows as _rows
-    import pytest_ragdive.metrics.aggregate as _agg
-    import pytest_ragdive.plugin.session as _sess
-    import pytest_ragdive.reports.html as _html
-    import pytest_ragdive.reports.write as _write
-
-    # the gate's own share: CPU and wall of each part, and the peak RSS above the
-    # run's RSS while the session concludes (the kernel's high-water mark, reset first)
-    _gate = {"peak_kb": 0}
-
-    def _status(key):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-        return 0
-
-    def _timed(name, fn):
-        def wrapper(*args, **kwargs):
-            c0, w0 = time.process_time(), time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _gate[name + "_cpu"] = _gate.get(name + "_cpu", 0.0) + time.process_time() - c0
-                _gate[name + "_wall"] = _gate.get(name + "_wall", 0.0) + time.perf_counter() - w0
-        return wrapper
-
-    def _concluding(fn):
-        timed = _timed("gate", fn)
-        def wrapper(*args, **kwargs):
-            _gate["peak_kb"] = max(_gate["peak_kb"], _status("VmHWM"))
-            _gate["rss_before_kb"] = _status("VmRSS")
-            try:
-                with open("/proc/self/clear_refs", "w") as f:
-                    f.write("5")  # resets VmHWM to the current RSS
-            except OSError:
-                pass
-            try:
-                return timed(*args, **kwargs)
-            finally:
-                hwm = _status("VmHWM")
-                _gate["gate_peak_kb"] = hwm
-                _gate["peak_kb"] = max(_gate["peak_kb"], hwm)
-        return wrapper
-
-    def _loading(fn):
-        timed = _timed("baseline", fn)
-        def wrapper(*args, **kwargs):
-            r0 = _status("VmRSS")
-            try:
-                return timed(*args, **kwargs)
-            finally:
-                _gate["baseline_kb"] = _status("VmRSS") - r0
-        return wrapper
-
-    _sess.RagdiveSession.conclude = _concluding(_sess.RagdiveSession.conclude)
-    _pre.gate_baseline = _loading(_pre.gate_baseline)
-    _agg.aggregate = _timed("aggregate", _agg.aggregate)
-    _rows.check = _timed("check", _rows.check)
-    _write.write_reports = _timed("reports", _write.write_reports)
-    _html.write_html = _timed("html", _html.write_html)
-
-    def pytest_unconfigure(config):
-        """Every pytest process (controller and xdist workers) writes its peak
-        RSS, the target's CPU time spent in it and the gate's parts."""
-        out = os.environ.get("BENCH_SCALE_OUT")
-        if not out:
-            return
-        mod = sys.modules.get("bench_target")
-        data = mod.spent() if mod is not None else {"cpu": 0.0, "calls": 0}
-        data["maxrss_kb"] = max(_gate["peak_kb"], _status("VmHWM"))  # (the high-water mark may have been reset)
-        data.update(_gate)
-        with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
-            json.dump(data, f)
-    '''
-)
+PROBE = Path(__file__).resolve().parent / "scale_probe.py"  # the projects' conftest.py
 
 
 def corpus_sentences() -> list[tuple[str, str]]:
@@ -194,7 +132,7 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
     (root / "golden").mkdir()
     (root / "golden" / "convs.yaml").write_text(yaml.safe_dump({"conversations": convs}, sort_keys=False))
     (root / "bench_target.py").write_text(TARGET.format(example=str(EXAMPLE)))
-    (root / "conftest.py").write_text(CONFTEST)
+    (root / "conftest.py").write_text(PROBE.read_text())
     (root / "pyproject.toml").write_text(textwrap.dedent(
         """
         [tool.pytest.ini_options]
