@@ -59,6 +59,7 @@ import json
 import os
 import random
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -156,6 +157,7 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
 # bootstrap resamples real differences, and a healthy bot passes.
 BOT_ENV = {"EXAMPLE_RAG_TEMPERATURE": "0.3", "EXAMPLE_RAG_SEED": "0"}
 BASELINE_SEED = "1"
+EXTRA_ARGS: list[str] = []  # --pytest-args
 
 
 def run_once(root: Path, workers: int, tag: str, extra: tuple[str, ...] = ()) -> dict[str, float]:
@@ -163,13 +165,14 @@ def run_once(root: Path, workers: int, tag: str, extra: tuple[str, ...] = ()) ->
     The recording run (tag ``record``) has the bot on another seed."""
     out = root / f"out-{tag}"
     out.mkdir()
-    env = dict(os.environ, BENCH_SCALE_OUT=str(out), PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]), **BOT_ENV)
+    path = os.pathsep.join([str(ROOT), str(root), str(ROOT / "benchmarks")])
+    env = dict(os.environ, BENCH_SCALE_OUT=str(out), PYTHONPATH=path, **BOT_ENV)
     if tag == "record":
         env["EXAMPLE_RAG_SEED"] = BASELINE_SEED
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: compiled (and assertion-rewritten) modules are cached
     report = root / f"report-{tag}"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
-           f"--ragdive-report-dir={report}", *extra]
+           f"--ragdive-report-dir={report}", *extra, *EXTRA_ARGS]
     if workers:
         cmd += ["-n", str(workers)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -345,6 +348,8 @@ def main() -> None:
     ap.add_argument("--modes", default="plain,n2", help="plain and/or n2 (pytest -n 2)")
     ap.add_argument("--ungated", action="store_true",
                     help="run without a baseline (no gate); by default a baseline is recorded, then gated against")
+    ap.add_argument("--pytest-args", default="", metavar="ARGS",
+                    help="extra arguments for every run, e.g. '-p proto_conversation_threads' (benchmarks/ is on the path)")
     ap.add_argument("--pytest-alone", action="store_true",
                     help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
     ap.add_argument("--profile", type=int, metavar="N",
@@ -361,6 +366,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
     gated = not args.ungated
+    EXTRA_ARGS[:] = shlex.split(args.pytest_args)
     print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores; "
           + ("gated against a baseline recorded first (row 'record': that run, plain)" if gated else "no baseline")
           + "\n")

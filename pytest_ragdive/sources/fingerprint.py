@@ -27,10 +27,11 @@ def _digest(data: bytes | str, n: int = 64) -> str:
 def _cases(kind: str, path: Path) -> dict[str, str]:
     from . import golden
 
+    # one row at a time: a 20,000-conversation file's rows are never all held as records
     if kind == "single_turn":
-        return {c.question_id: _digest(c.model_dump_json(), 12) for c in golden.load_single_turn(path)}
+        return {c.question_id: _digest(c.model_dump_json(), 12) for c in golden.each_single_turn(path)}
     if kind == "conversations":
-        return {c.id: _digest(c.model_dump_json(), 12) for c in golden.load_conversations(path)}
+        return {c.id: _digest(c.model_dump_json(), 12) for c in golden.each_conversation(path)}
     if kind == "sharded":
         from ..sharded.questions import read_sharded
 

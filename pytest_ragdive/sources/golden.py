@@ -292,8 +292,8 @@ def _node_lines(root: Any, data: Any) -> dict[int, list[int]]:
     return out
 
 
-def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
-    out = []
+def _each(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> Iterator[Any]:
+    """The file's rows, validated one at a time."""
     seen: dict[str, int] = {}
     for line, row in _rows(path, list_keys):
         try:
@@ -304,8 +304,21 @@ def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[An
         if rid in seen:
             raise GoldenError(f"{path}:{line}: duplicate id {rid!r} (first at line {seen[rid]})")
         seen[str(rid)] = line
-        out.append(rec)
-    return out
+        yield rec
+
+
+def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
+    return list(_each(path, model, list_keys))
+
+
+def each_single_turn(path: Path) -> Iterator[SingleTurnCase]:
+    """:func:`load_single_turn`'s rows one at a time (a caller that keeps none of them)."""
+    return _each(path, SingleTurnCase, ("cases", "questions"))
+
+
+def each_conversation(path: Path) -> Iterator[ScriptedConversation]:
+    """The scripted conversations one at a time, unchecked for ``reviewed`` (a caller that keeps none of them)."""
+    return _each(path, ScriptedConversation, ("conversations",))
 
 
 def load_single_turn(path: Path) -> list[SingleTurnCase]:

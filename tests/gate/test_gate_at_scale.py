@@ -158,8 +158,8 @@ def test_an_unchanged_golden_file_is_hashed_not_parsed_again(tmp_path: Path, mon
     recorded = fp.fingerprint(cfg, ["core"])
     assert list(recorded["core"]["convs.yaml"].cases) == ["a"]
     parses: list[Path] = []
-    real = golden.load_conversations
-    monkeypatch.setattr(golden, "load_conversations", lambda p: parses.append(p) or real(p))
+    real = golden.each_conversation
+    monkeypatch.setattr(golden, "each_conversation", lambda p: parses.append(p) or real(p))
     assert fp.fingerprint(cfg, ["core"], known=recorded) == recorded and parses == []
     (tmp_path / "convs.yaml").write_text("conversations:\n  - id: b\n    turns: [{rag_input: hi}]\n")
     now = fp.fingerprint(cfg, ["core"], known=recorded)
