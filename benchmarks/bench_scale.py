@@ -265,7 +265,8 @@ PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), f
     ("chatbot (inside the target)", ("bench_target.py",)),
     ("holding a scored conversation (JSON, page body, zlib)", ("HeldConversations.add",)),
     ("offline scoring", ("score_conversation",)),
-    ("conclude, aggregate, reports", ("RagdiveSession.conclude", "write_reports", "publish (")),
+    ("the gate: loading the baseline, conclude, paired test, reports", ("RagdiveSession.conclude", "write_reports",
+                                                                         "publish (", "gate_baseline")),
     ("turn loop, target hand-off, event loop", ("ragdive-loop", "ragdive-target", "pytest_ragdive/run/turn_loop.py",
                                                 "pytest_ragdive/run/target.py")),
     ("pytest's own work per item", ("pytest_runtest_protocol",)),
@@ -274,8 +275,9 @@ PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), f
 ]
 
 
-def profile(n: int) -> None:
-    """Sample an N-conversation plain run with py-spy (GIL holder only) and print a table of parts."""
+def profile(n: int, gated: bool = True) -> None:
+    """Sample an N-conversation plain run with py-spy (GIL holder only) and print a table of parts;
+    ``gated``: against a baseline recorded first (unsampled), as the table's runs."""
     import shutil
     from collections import Counter
 
@@ -287,17 +289,22 @@ def profile(n: int) -> None:
         root = Path(d)
         make_project(root, n)
         raw = root / "profile.txt"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
+        gate = ("--ragdive-baseline=baseline.json",) if gated else ()
+        if gated:
+            run_once(root, 0, "record", (*gate, "--ragdive-update-baseline"))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(root), str(ROOT / "benchmarks")]), **BOT_ENV)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         cmd = [spy, "record", "--gil", "--nonblocking", "--threads", "-r", str(rate), "-f", "raw", "-o", str(raw), "--",
                sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
-               f"--ragdive-report-dir={root / 'report'}"]
+               f"--ragdive-report-dir={root / 'report'}", *gate, *EXTRA_ARGS]
         proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not raw.exists():
             sys.exit(f"py-spy run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         parts: Counter[str] = Counter()
         for line in raw.read_text().splitlines():
             stack, _, count = line.rpartition(" ")
+            if not count.isdigit():  # a frame whose name holds a line break (a thread name, a lambda's source)
+                continue
             frames = stack.split(";")
             if len(frames) == 1:
                 parts["no Python frame (cyclic GC, mostly)"] += int(count)
@@ -305,7 +312,8 @@ def profile(n: int) -> None:
             part = next((name for name, marks in PROFILE_PARTS if any(m in f for f in frames for m in marks)), "other")
             parts[part] += int(count)
     total = sum(parts.values())
-    print(f"\nprofile: {n} conversations, plain, py-spy --gil at {rate} Hz: {total / rate:.1f} s holding the GIL\n")
+    print(f"\nprofile: {n} conversations, plain, {'gated' if gated else 'no baseline'}, py-spy --gil at {rate} Hz: "
+          f"{total / rate:.1f} s holding the GIL\n")
     print("| part | share | ms per conversation |")
     print("|---|---:|---:|")
     for name, _marks in [*PROFILE_PARTS, ("no Python frame (cyclic GC, mostly)", ()), ("other", ())]:
@@ -360,13 +368,13 @@ def main() -> None:
     if args.planning:
         planning([int(x) for x in args.planning.split(",")])
         return
+    EXTRA_ARGS[:] = shlex.split(args.pytest_args)
     if args.profile:
-        profile(args.profile)
+        profile(args.profile, gated=not args.ungated)
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
     gated = not args.ungated
-    EXTRA_ARGS[:] = shlex.split(args.pytest_args)
     print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores; "
           + ("gated against a baseline recorded first (row 'record': that run, plain)" if gated else "no baseline")
           + "\n")
