@@ -232,7 +232,7 @@ def decide(stored: dict[str, BaselineMetric], gate: dict[str, float], suite: str
             row.look, row.looks, row.on_inconclusive = look, looks, "rerun"
             rows.append(row)
         if method == "band+paired":
-            paired_rows(rows, stored, pooled, alpha_for_look(looks - 1), 0.5)
+            paired_rows(rows, stored, pooled.__getitem__, alpha_for_look(looks - 1), 0.5)
             first = first or (look == 0 and any(r.paired is not None and r.paired.significant for r in rows))
         if not any(r.wants_rerun for r in rows):
             safety = gate_row(suite, UNPAIRED, float(np.mean([r.values[UNPAIRED] for r in mine])), stored[UNPAIRED], 0.0)

@@ -1,22 +1,40 @@
-"""Offline runs at scale: does the chatbot dominate the cost?
+"""Offline runs at scale, gated as users run them: does the chatbot dominate the cost?
 
-    python benchmarks/bench_scale.py                          # 10 ... 20,000 conversations
+    python benchmarks/bench_scale.py                          # 10 ... 20,000 conversations, gated
     python benchmarks/bench_scale.py --sizes 10,1000 --modes plain
+    python benchmarks/bench_scale.py --ungated                # no baseline (the table before issue 28)
 
 For each size, a temporary project gets a synthetic golden YAML file of
 five-turn scripted conversations (questions drawn from the bundled example's
-help-centre corpus) and the example's BM25 chatbot (`example_project/
-example_rag`) as the target, wrapped so that it measures its own CPU time
-(``time.thread_time`` around each call) and every process's peak RSS. The
-README's offline gate command runs on it, plain and with ``-n 2``
-(pytest-xdist), with ``--ragdive-report-dir`` (results.json keeps every
-context).
+help-centre corpus; the first turn of each has a negative assertion, so the
+default gate's safety_pass_rate applies) and the example's BM25 chatbot
+(`example_project/example_rag`) as the target, sampling its sentences
+(temperature 0.3, as an LLM would) and wrapped so that it measures its own CPU
+time (``time.thread_time`` around each call) and every process's peak RSS.
 
-Columns: wall s; target CPU s (summed over processes); wall / target CPU;
-the CPU of every pytest process / target CPU; peak RSS summed over the
-processes; MB per conversation (the peak's growth over the smallest size,
-divided by the extra conversations). Targets at 5,000 conversations: CPU /
-target at most 1.2 (plain) and under 0.05 MB per conversation.
+Gated (the default): a baseline is recorded first (row ``record``: that run,
+plain, the bot on another seed, so that every conversation differs a little
+from its baseline and the paired test resamples real differences), then the
+README's gate command runs against it (``--ragdive-baseline``), plain and with
+``-n 2`` (pytest-xdist), with ``--ragdive-report-dir`` (results.json keeps
+every context). ``gate.inconclusive = "pass"``: every gated run is one look (a
+rerun would be a second run of the suite, not the gate's cost).
+
+Columns: wall s; the bot's CPU s (summed over processes); wall / bot CPU; the
+CPU of every pytest process / bot CPU; plugin ms/conv (the CPU of every pytest
+process less the bot's, per conversation: start-up, pytest, the turn loop,
+scoring, holding, the gate); peak RSS summed over the processes; MB/conv (the
+peak's growth over the smallest size, divided by the extra conversations);
+then the gate's own share, measured inside the process that concludes:
+gate s and gate CPU s (loading the baseline, in every process, and the whole
+end of the run: aggregation, the paired statistics, the reports), gate % (gate
+s / wall s), gate MB (the peak RSS above the process's RSS when the end of the
+run began; the kernel's high-water mark, reset there), baseline MB (RSS added
+by loading the baseline), and the CPU s of aggregation, the paired statistics
+(``gate.rows.check``), the reports and report.html alone; the sizes of
+results.json and report.html. Targets at 5,000 gated conversations: the
+gate's own time under 5% of the run, under 0.05 MB per conversation (plain),
+results.json written by streaming, report.html under 25 MB.
 
 ``--pytest-alone`` also times a plugin-free pytest run of as many empty tests
 per size: pytest's own cost per item, the floor under CPU / target.
@@ -41,6 +59,7 @@ import json
 import os
 import random
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -78,23 +97,7 @@ TARGET = textwrap.dedent(
 )
 
 
-CONFTEST = textwrap.dedent(
-    '''
-    import json, os, resource, sys
-
-    def pytest_unconfigure(config):
-        """Every pytest process (controller and xdist workers) writes its peak
-        RSS and the target's CPU time spent in it."""
-        out = os.environ.get("BENCH_SCALE_OUT")
-        if not out:
-            return
-        mod = sys.modules.get("bench_target")
-        data = mod.spent() if mod is not None else {"cpu": 0.0, "calls": 0}
-        data["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
-            json.dump(data, f)
-    '''
-)
+PROBE = Path(__file__).resolve().parent / "scale_probe.py"  # the projects' conftest.py
 
 
 def corpus_sentences() -> list[tuple[str, str]]:
@@ -123,12 +126,14 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
                     "ground_truth": s, "relevant_doc_ids": [doc]}
             if t:
                 turn["standalone_question"] = q
+            else:  # the default gate's safety_pass_rate applies (no answer says it)
+                turn["negative_assertions"] = ["a lifetime refund in gold bars"]
             turns.append(turn)
         convs.append({"id": f"c{i:06d}", "category": rng.choice(["billing", "account", "shipping"]), "turns": turns})
     (root / "golden").mkdir()
     (root / "golden" / "convs.yaml").write_text(yaml.safe_dump({"conversations": convs}, sort_keys=False))
     (root / "bench_target.py").write_text(TARGET.format(example=str(EXAMPLE)))
-    (root / "conftest.py").write_text(CONFTEST)
+    (root / "conftest.py").write_text(PROBE.read_text())
     (root / "pyproject.toml").write_text(textwrap.dedent(
         """
         [tool.pytest.ini_options]
@@ -138,19 +143,36 @@ def make_project(root: Path, n: int, seed: int = 0) -> None:
         target = "bench_target:bot"
         corpus = "%s"
 
+        [tool.ragdive.gate]  # the default tolerances; one look (a rerun is a second run, not the gate's cost)
+        inconclusive = "pass"
+
         [tool.ragdive.suites.core]
         conversations = ["golden/convs.yaml"]
         """ % (EXAMPLE / "corpus" / "helpcentre.jsonl")
     ))
 
 
-def run_once(root: Path, workers: int) -> dict[str, float]:
-    out = root / f"out-{workers}"
+# The bot samples its sentences (temperature 0.3), as an LLM would: the gated run and the
+# baseline differ conversation by conversation (another seed), so the paired test's
+# bootstrap resamples real differences, and a healthy bot passes.
+BOT_ENV = {"EXAMPLE_RAG_TEMPERATURE": "0.3", "EXAMPLE_RAG_SEED": "0"}
+BASELINE_SEED = "1"
+EXTRA_ARGS: list[str] = []  # --pytest-args
+
+
+def run_once(root: Path, workers: int, tag: str, extra: tuple[str, ...] = ()) -> dict[str, float]:
+    """One pytest run of the project (``-n workers`` when > 0) with ``extra`` options; its figures.
+    The recording run (tag ``record``) has the bot on another seed."""
+    out = root / f"out-{tag}"
     out.mkdir()
-    env = dict(os.environ, BENCH_SCALE_OUT=str(out), PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
+    path = os.pathsep.join([str(ROOT), str(root), str(ROOT / "benchmarks")])
+    env = dict(os.environ, BENCH_SCALE_OUT=str(out), PYTHONPATH=path, **BOT_ENV)
+    if tag == "record":
+        env["EXAMPLE_RAG_SEED"] = BASELINE_SEED
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: compiled (and assertion-rewritten) modules are cached
+    report = root / f"report-{tag}"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
-           f"--ragdive-report-dir={root / f'report-{workers}'}"]
+           f"--ragdive-report-dir={report}", *extra, *EXTRA_ARGS]
     if workers:
         cmd += ["-n", str(workers)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -161,15 +183,52 @@ def run_once(root: Path, workers: int) -> dict[str, float]:
     if proc.returncode != 0:
         sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     dumps = [json.loads(p.read_text()) for p in out.glob("*.json")]
-    results = root / f"report-{workers}" / "results.json"
+    if "rerun 1 of at most" in proc.stdout:
+        print(f"(the {tag} run reran an inconclusive suite: its figures include the rerun)", flush=True)
+    gate = next((d for d in dumps if "gate_cpu" in d), {})  # the process that concluded (plain, or the controller)
+    html = report / "report.html"
     return {
         "wall": wall,
         "target": sum(d["cpu"] for d in dumps),
         "calls": sum(d["calls"] for d in dumps),
         "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         "rss_mb": sum(d["maxrss_kb"] for d in dumps) / 1024,
-        "results_mb": results.stat().st_size / 1e6,
+        "results_mb": (report / "results.json").stat().st_size / 1e6,
+        "html_mb": sum(f.stat().st_size for f in report.glob("report*.html")) / 1e6 if html.exists() else 0.0,
+        "html_main_mb": html.stat().st_size / 1e6 if html.exists() else 0.0,
+        "gate_wall": gate.get("gate_wall", 0.0) + sum(d.get("baseline_wall", 0.0) for d in dumps),
+        "gate_cpu": gate.get("gate_cpu", 0.0) + sum(d.get("baseline_cpu", 0.0) for d in dumps),
+        "gate_mb": max(0, gate.get("gate_peak_kb", 0) - gate.get("rss_before_kb", 0)) / 1024,
+        "baseline_mb": sum(d.get("baseline_kb", 0) for d in dumps) / 1024,
+        "aggregate_cpu": gate.get("aggregate_cpu", 0.0),
+        "check_cpu": gate.get("check_cpu", 0.0),
+        "reports_cpu": gate.get("reports_cpu", 0.0),
+        "html_cpu": gate.get("html_cpu", 0.0),
     }
+
+
+COLUMNS = [  # (header, width, format of a row's figures)
+    ("convs", 6, lambda n, r: f"{n}"),
+    ("mode", 6, lambda n, r: r["mode"]),
+    ("wall s", 7, lambda n, r: f"{r['wall']:.2f}"),
+    ("bot CPU s", 9, lambda n, r: f"{r['target']:.2f}"),
+    ("wall/bot", 8, lambda n, r: f"{r['wall'] / r['target']:.2f}"),
+    ("CPU/bot", 7, lambda n, r: f"{r['cpu'] / r['target']:.2f}"),
+    ("plugin ms/conv", 14, lambda n, r: f"{1000 * (r['cpu'] - r['target']) / n:.2f}"),
+    ("peak RSS MB", 11, lambda n, r: f"{r['rss_mb']:.0f}"),
+    ("MB/conv", 7, lambda n, r: f"{r['per_conv']:.4f}"),
+    ("gate s", 6, lambda n, r: f"{r['gate_wall']:.2f}"),
+    ("gate CPU s", 10, lambda n, r: f"{r['gate_cpu']:.2f}"),
+    ("gate %", 6, lambda n, r: f"{100 * r['gate_wall'] / r['wall']:.1f}"),
+    ("gate MB", 7, lambda n, r: f"{r['gate_mb']:.0f}"),
+    ("baseline MB", 11, lambda n, r: f"{r['baseline_mb']:.1f}"),
+    ("aggregate s", 11, lambda n, r: f"{r['aggregate_cpu']:.2f}"),
+    ("paired s", 8, lambda n, r: f"{r['check_cpu']:.2f}"),
+    ("reports s", 9, lambda n, r: f"{r['reports_cpu']:.2f}"),
+    ("html s", 6, lambda n, r: f"{r['html_cpu']:.2f}"),
+    ("results.json MB", 15, lambda n, r: f"{r['results_mb']:.1f}"),
+    ("report.html MB", 14, lambda n, r: f"{r['html_main_mb']:.1f}"),
+]
 
 
 EMPTY_TESTS = textwrap.dedent(
@@ -206,7 +265,8 @@ PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), f
     ("chatbot (inside the target)", ("bench_target.py",)),
     ("holding a scored conversation (JSON, page body, zlib)", ("HeldConversations.add",)),
     ("offline scoring", ("score_conversation",)),
-    ("conclude, aggregate, reports", ("RagdiveSession.conclude", "write_reports", "publish (")),
+    ("the gate: loading the baseline, conclude, paired test, reports", ("RagdiveSession.conclude", "write_reports",
+                                                                         "publish (", "gate_baseline")),
     ("turn loop, target hand-off, event loop", ("ragdive-loop", "ragdive-target", "pytest_ragdive/run/turn_loop.py",
                                                 "pytest_ragdive/run/target.py")),
     ("pytest's own work per item", ("pytest_runtest_protocol",)),
@@ -215,8 +275,9 @@ PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), f
 ]
 
 
-def profile(n: int) -> None:
-    """Sample an N-conversation plain run with py-spy (GIL holder only) and print a table of parts."""
+def profile(n: int, gated: bool = True) -> None:
+    """Sample an N-conversation plain run with py-spy (GIL holder only) and print a table of parts;
+    ``gated``: against a baseline recorded first (unsampled), as the table's runs."""
     import shutil
     from collections import Counter
 
@@ -228,17 +289,22 @@ def profile(n: int) -> None:
         root = Path(d)
         make_project(root, n)
         raw = root / "profile.txt"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(root)]))
+        gate = ("--ragdive-baseline=baseline.json",) if gated else ()
+        if gated:
+            run_once(root, 0, "record", (*gate, "--ragdive-update-baseline"))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(root), str(ROOT / "benchmarks")]), **BOT_ENV)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         cmd = [spy, "record", "--gil", "--nonblocking", "--threads", "-r", str(rate), "-f", "raw", "-o", str(raw), "--",
                sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
-               f"--ragdive-report-dir={root / 'report'}"]
+               f"--ragdive-report-dir={root / 'report'}", *gate, *EXTRA_ARGS]
         proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not raw.exists():
             sys.exit(f"py-spy run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         parts: Counter[str] = Counter()
         for line in raw.read_text().splitlines():
             stack, _, count = line.rpartition(" ")
+            if not count.isdigit():  # a frame whose name holds a line break (a thread name, a lambda's source)
+                continue
             frames = stack.split(";")
             if len(frames) == 1:
                 parts["no Python frame (cyclic GC, mostly)"] += int(count)
@@ -246,7 +312,8 @@ def profile(n: int) -> None:
             part = next((name for name, marks in PROFILE_PARTS if any(m in f for f in frames for m in marks)), "other")
             parts[part] += int(count)
     total = sum(parts.values())
-    print(f"\nprofile: {n} conversations, plain, py-spy --gil at {rate} Hz: {total / rate:.1f} s holding the GIL\n")
+    print(f"\nprofile: {n} conversations, plain, {'gated' if gated else 'no baseline'}, py-spy --gil at {rate} Hz: "
+          f"{total / rate:.1f} s holding the GIL\n")
     print("| part | share | ms per conversation |")
     print("|---|---:|---:|")
     for name, _marks in [*PROFILE_PARTS, ("no Python frame (cyclic GC, mostly)", ()), ("other", ())]:
@@ -287,6 +354,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10,100,1000,5000,20000", help="comma-separated conversation counts")
     ap.add_argument("--modes", default="plain,n2", help="plain and/or n2 (pytest -n 2)")
+    ap.add_argument("--ungated", action="store_true",
+                    help="run without a baseline (no gate); by default a baseline is recorded, then gated against")
+    ap.add_argument("--pytest-args", default="", metavar="ARGS",
+                    help="extra arguments for every run, e.g. '-p proto_conversation_threads' (benchmarks/ is on the path)")
     ap.add_argument("--pytest-alone", action="store_true",
                     help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
     ap.add_argument("--profile", type=int, metavar="N",
@@ -297,29 +368,32 @@ def main() -> None:
     if args.planning:
         planning([int(x) for x in args.planning.split(",")])
         return
+    EXTRA_ARGS[:] = shlex.split(args.pytest_args)
     if args.profile:
-        profile(args.profile)
+        profile(args.profile, gated=not args.ungated)
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
-    print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores\n")
-    header = (f"| {'convs':>6} | {'mode':5} | {'wall s':>7} | {'target CPU s':>12} | {'wall/target':>11} | "
-              f"{'CPU/target':>10} | {'ms/target call':>14} | {'peak RSS MB':>11} | {'MB/conv':>7} | {'results.json MB':>15} |")
-    print(header)
-    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    gated = not args.ungated
+    print(f"five-turn scripted conversations (4 stand-alone probes each), example BM25 bot; {os.cpu_count()} cores; "
+          + ("gated against a baseline recorded first (row 'record': that run, plain)" if gated else "no baseline")
+          + "\n")
+    print("| " + " | ".join(f"{h:>{w}}" for h, w, _ in COLUMNS) + " |")
+    print("|" + "|".join("-" * (w + 1) + ":" for _, w, _ in COLUMNS) + "|")
     first: dict[str, tuple[int, float]] = {}
     targets: dict[tuple[int, str], float] = {}
     for n in sizes:
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
             make_project(root, n)
-            for mode in modes:
-                r = run_once(root, 2 if mode == "n2" else 0)
+            runs = [("record", 0, ("--ragdive-baseline=baseline.json", "--ragdive-update-baseline"))] if gated else []
+            runs += [(m, 2 if m == "n2" else 0, ("--ragdive-baseline=baseline.json",) if gated else ()) for m in modes]
+            for mode, workers, extra in runs:
+                r = run_once(root, workers, mode, extra)
                 base = first.setdefault(mode, (n, r["rss_mb"]))
-                per = (r["rss_mb"] - base[1]) / (n - base[0]) if n > base[0] else float("nan")
-                print(f"| {n:>6} | {mode:5} | {r['wall']:7.2f} | {r['target']:12.2f} | {r['wall'] / r['target']:11.2f} | "
-                      f"{r['cpu'] / r['target']:10.2f} | {1000 * r['target'] / max(1, r['calls']):14.3f} | "
-                      f"{r['rss_mb']:11.0f} | {per:7.4f} | {r['results_mb']:15.1f} |", flush=True)
+                r["per_conv"] = (r["rss_mb"] - base[1]) / (n - base[0]) if n > base[0] else float("nan")
+                r["mode"] = mode
+                print("| " + " | ".join(f"{fmt(n, r):>{w}}" for _, w, fmt in COLUMNS) + " |", flush=True)
                 targets[(n, mode)] = r["target"]
     if args.pytest_alone:
         # the floor under CPU / target: pytest's own cost for as many items, over the bot's CPU at that size

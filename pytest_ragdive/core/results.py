@@ -4,9 +4,14 @@
 
 from __future__ import annotations
 
+import math
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, GetCoreSchemaHandler, field_validator, model_validator
+from pydantic_core import core_schema
 
 from ..sharded.records import ShardedReport
 from .records import Direction, Record
@@ -95,6 +100,84 @@ BASELINE_FORMAT = 2  # 2: per-conversation values per gated metric; 1: bands onl
 BASELINE_FORMATS = (1, 2)
 
 
+RunValue = tuple[float | None, int]  # one run's value of a conversation (None where it did not score it) and its scored turns
+
+
+class RunValues(Mapping[str, list[RunValue]]):
+    """A baseline metric's per-conversation values, held compactly: the conversation ids
+    (sorted) and two flat arrays of ``len(ids) x runs`` cells, run order within each
+    conversation: ``numbers``, the value (NaN where that run did not score it), and ``counts``, the scored
+    turns (0 there). About 12 bytes a cell against some 200 as records of tuples. Reads as the
+    file's mapping ``id -> [(value or None, turns), ...]`` (the file format is unchanged)."""
+
+    __slots__ = ("counts", "ids", "numbers", "runs")
+
+    def __init__(self, ids: Sequence[str], runs: int, numbers: array[float], counts: array[int]) -> None:
+        self.ids = tuple(ids)
+        self.runs = runs
+        self.numbers = numbers  # the values (a Mapping has a method named values)
+        self.counts = counts
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Sequence[RunValue]]) -> RunValues:
+        """From ``id -> one (value or None, turns) per run``; every conversation has as many runs."""
+        ids = sorted(data)
+        rows = [data[cid] for cid in ids]
+        runs = len(rows[0]) if rows else 0
+        for cid, row in zip(ids, rows, strict=True):
+            if len(row) != runs:
+                raise ValueError(f"conversation {cid!r} has {len(row)} run value(s), conversation {ids[0]!r} {runs}")
+        nan = math.nan
+        numbers = array("d", [nan if v is None else v for row in rows for v, _ in row])
+        counts = array("i", [n for row in rows for _, n in row])
+        return cls(ids, runs, numbers, counts)
+
+    def row(self, i: int) -> list[RunValue]:
+        """The ``i``-th conversation's runs."""
+        r = self.runs
+        return [(None if math.isnan(v) else v, n)
+                for v, n in zip(self.numbers[i * r:(i + 1) * r], self.counts[i * r:(i + 1) * r], strict=True)]
+
+    def __getitem__(self, cid: str) -> list[RunValue]:
+        i = bisect_left(self.ids, cid)
+        if i == len(self.ids) or self.ids[i] != cid:
+            raise KeyError(cid)
+        return self.row(i)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RunValues):
+            return (self.ids, self.runs, self.counts) == (other.ids, other.runs, other.counts) and (
+                self.numbers.tobytes() == other.numbers.tobytes())
+        return super().__eq__(other)  # a mapping of the file's form
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RunValues({len(self.ids)} conversation(s) x {self.runs} run(s))"
+
+    def as_dict(self) -> dict[str, list[RunValue]]:
+        """The file's form."""
+        return {cid: self.row(i) for i, cid in enumerate(self.ids)}
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        # validated in the file's form (each error names its conversation and run), then compacted
+        form = handler.generate_schema(dict[str, list[tuple[BaselineFloat | None, Annotated[int, Field(ge=0, strict=True)]]]])
+
+        def compact(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> RunValues:
+            return value if isinstance(value, RunValues) else cls.from_mapping(validate(value))
+
+        return core_schema.no_info_wrap_validator_function(
+            compact, form, serialization=core_schema.plain_serializer_function_ser_schema(lambda v: v.as_dict()),
+        )
+
+
 class BaselineMetric(Record):
     """One metric of one suite in a baseline: its spread over the recorded runs
     and (format 2) each conversation's value in each run."""
@@ -109,15 +192,16 @@ class BaselineMetric(Record):
     # conversation id -> one [value, scored turns] per baseline run (run order);
     # [null, 0] where that run did not score it. Turn-level metrics: the mean
     # over the conversation's scored turns. None in format-1 files.
-    conversations: dict[str, list[tuple[BaselineFloat | None, Annotated[int, Field(ge=0, strict=True)]]]] | None = None
+    # Held compactly (:class:`RunValues`).
+    conversations: RunValues | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> BaselineMetric:
         if self.min > self.max:
             raise ValueError(f"min {self.min!r} > max {self.max!r}")
-        for cid, runs in (self.conversations or {}).items():
-            if len(runs) != self.runs:
-                raise ValueError(f"conversation {cid!r} has {len(runs)} run value(s), expected runs = {self.runs}")
+        cv = self.conversations
+        if cv and cv.runs != self.runs:
+            raise ValueError(f"conversation {cv.ids[0]!r} has {cv.runs} run value(s), expected runs = {self.runs}")
         return self
 
     def band(self, tolerance: float | None = None) -> tuple[float, float]:
@@ -196,3 +280,16 @@ class Baseline(Record):
     # the metrics it holds that are not built in (a team's own, rubric judges); left out of the file when none
     custom_metrics: dict[str, CustomMetric] = Field(default_factory=dict)
     answers: AnswersRef | None = None  # the answers of one recorded run (a sibling file)
+
+    @model_validator(mode="after")
+    def _ids_once(self) -> Baseline:
+        """The metrics of a suite mostly pair the same conversations: they share one tuple of ids."""
+        for metrics in self.suites.values():
+            seen: list[tuple[str, ...]] = []
+            for bm in metrics.values():
+                cv = bm.conversations
+                if cv:
+                    cv.ids = next((ids for ids in seen if ids == cv.ids), cv.ids)
+                    if not any(ids is cv.ids for ids in seen):
+                        seen.append(cv.ids)
+        return self

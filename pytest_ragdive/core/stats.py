@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_CELLS", "cluster_bootstrap", "cluster_draws", "mean", "percentile_interval"]
 
-MAX_CELLS = 2_000_000  # cluster indices held at once (16 MB)
+# cluster indices held at once (1 MB; each resampled row as many floats): a chunk that fits
+# in the CPU's cache is twice as fast as 2,000,000 cells and holds a sixteenth of the memory;
+# the chunking never changes the draws (one stream, drawn in order)
+MAX_CELLS = 1 << 17
 
 
 def mean(xs: Iterable[float | bool | None]) -> float | None:
@@ -62,15 +65,16 @@ def cluster_bootstrap(
     if num.ndim != 2:
         raise ValueError("numer must have one row per statistic")
     m, k = num.shape
-    shared = den.ndim == 1
     if k == 0 or n_boot <= 0:
         return [np.empty(0) for _ in range(m)]
+    rows = _Rows(k)
+    numer_of = [rows.add(num[r]) for r in range(m)]
+    denom_of = [rows.add(den)] * m if den.ndim == 1 else [rows.add(den[r]) for r in range(m)]
     parts: list[list[np.ndarray]] = [[] for _ in range(m)]
     for idx in cluster_draws(k, n_boot, seed):
-        dd = np.take(den, idx).sum(axis=1) if shared else None
+        sums = rows.sums(idx)
         for r in range(m):
-            ss = np.take(num[r], idx).sum(axis=1)
-            d = dd if dd is not None else np.take(den[r], idx).sum(axis=1)
+            ss, d = sums[numer_of[r]], sums[denom_of[r]]
             ok = d > min_denom
             parts[r].append(ss[ok] / d[ok] if not ok.all() else ss / d)
     return [np.concatenate(p) for p in parts]
@@ -91,6 +95,42 @@ def cluster_draws(k: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
         size = min(chunk, n_boot - done)
         yield rng.integers(0, k, size=(size, k))
         done += size
+
+
+class _Rows:
+    """The distinct rows (numerators and denominators) a bootstrap resamples, each
+    summed once per resample however many statistics share it. A row whose cells are
+    one and the same whole number (every conversation has five scored turns) sums to
+    ``k`` times it on every resample, exactly as adding the drawn cells does (each
+    partial sum is a whole number below 2**53), so it is not drawn from at all."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self._index: dict[bytes, int] = {}
+        self._rows: list[np.ndarray] = []
+        self._constant: list[float | None] = []
+
+    def add(self, row: np.ndarray) -> int:
+        import numpy as np
+
+        row = np.ascontiguousarray(row, dtype=float)
+        key = row.tobytes()
+        at = self._index.get(key)
+        if at is None:
+            at = self._index[key] = len(self._rows)
+            self._rows.append(row)
+            bits = row.view(np.int64)
+            c = float(row[0])
+            whole = bool((bits == bits[0]).all()) and c.is_integer() and abs(c) * self.k < 2.0**53
+            self._constant.append(c if whole else None)
+        return at
+
+    def sums(self, idx: np.ndarray) -> list[np.ndarray]:
+        """Each row's sum over each resample (one row of ``idx`` per resample)."""
+        import numpy as np
+
+        return [np.take(row, idx).sum(axis=1) if c is None else np.full(len(idx), c * self.k)
+                for row, c in zip(self._rows, self._constant, strict=True)]
 
 
 def percentile_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import __version__
 from ..core.config import RagdiveConfig
+from ..core.memory import paused_gc
 from ..core.records import Conversation, Document, JudgeCalls, ValidationStats
 from ..core.results import Baseline, GoldenFile, custom_metrics
 from ..llm.stats import LLMStats
@@ -54,12 +55,20 @@ def conclude(
     """Decide the run. ``baseline`` is the baseline to gate against or, when
     ``cfg.update_baseline``, the existing file's content (suites this run does
     not cover keep their stored values), or None. The config's metrics (its own and
-    its rubric judges besides the built-ins: ``cfg.metrics``) are the ones it decides on."""
-    with cfg.metrics.active():
+    its rubric judges besides the built-ins: ``cfg.metrics``) are the ones it decides on.
+    The cyclic collector is paused meanwhile (:func:`~pytest_ragdive.core.memory.paused_gc`):
+    the tables built here are let go of by reference counting, and each of its full passes
+    over a large run's heap (every held conversation) cost a third of the paired test's time."""
+    with cfg.metrics.active(), paused_gc():
         return _conclude(conversations, cfg, baseline, facts)
 
 
-def _conclude(conversations: Sequence[Conversation], cfg: RagdiveConfig, baseline: Baseline | None, facts: RunFacts) -> RunOutcome:
+def _conclude(
+    conversations: Sequence[Conversation],
+    cfg: RagdiveConfig,
+    baseline: Baseline | None,
+    facts: RunFacts,
+) -> RunOutcome:
     from ..metrics.aggregate import aggregate
     from .baseline import baseline_note, build_baseline
     from .rows import check, where_recorded
@@ -258,7 +267,17 @@ def publish(
     ``documents(suite)`` gives a generated suite's corpus for the RAG-DIVE
     export; ``stored``: the full JSON and report.html body of conversations the
     outcome holds without contexts (:class:`~pytest_ragdive.held.HeldConversations`).
-    Returns the report files written."""
+    Returns the report files written (the cyclic collector paused meanwhile, as in :func:`conclude`)."""
+    with paused_gc():
+        return _publish(outcome, cfg, documents, stored)
+
+
+def _publish(
+    outcome: RunOutcome,
+    cfg: RagdiveConfig,
+    documents: Callable[[str], Mapping[str, Document]] | None,
+    stored: Stored | None,
+) -> list[Path]:
     if outcome.baseline is not None and outcome.status is GateStatus.BASELINE_WRITTEN:
         from .baseline import write_baseline
 

@@ -100,6 +100,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal
 
@@ -124,11 +125,12 @@ BandVerdict = Literal["pass", "regression", "improvement"]
 PairedVerdict = Literal["pass", "regression", "improvement", "inconclusive"]
 
 
-class ConvValue(BaseModel):
+@dataclass(slots=True)
+class ConvValue:
     """One conversation's value of one metric in one run, and how many scored
-    turns it averages (1 for conversation-level metrics)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    turns it averages (1 for conversation-level metrics). A plain slotted record:
+    the gate makes one per conversation, metric and run (a pydantic one cost ten
+    times as much to make)."""
 
     value: float
     count: int = 1
@@ -183,11 +185,12 @@ class PairedResult(BaseModel):
 def conversation_value(conv: Conversation, metric: str) -> ConvValue | None:
     """Turn-level metrics: the mean over the conversation's scored turns (with
     their count); conversation-level metrics: the conversation's score."""
-    if metric in METRICS and METRICS[metric].level == "conversation":
+    spec = METRICS.get(metric)
+    if spec is not None and spec.level == "conversation":
         v = conv.scores.get(metric)
-        return None if v is None or math.isnan(v) else ConvValue(value=float(v), count=1)
-    vals = [s for t in conv.turns if (s := t.scores.get(metric)) is not None and not math.isnan(s)]
-    return ConvValue(value=sum(vals) / len(vals), count=len(vals)) if vals else None
+        return None if v is None or v != v else ConvValue(float(v), 1)  # (v != v: NaN)
+    vals = [s for t in conv.turns if (s := t.scores.get(metric)) is not None and s == s]
+    return ConvValue(sum(vals) / len(vals), len(vals)) if vals else None
 
 
 def value_of(conv: Conversation, metric: str) -> float | None:
@@ -251,26 +254,32 @@ def bootstrap(drops: Sequence[float], weights: Sequence[float], n_boot: int = N_
 
 
 def bootstrap_many(
-    drops: Sequence[Sequence[float]], weights: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED
+    drops: Sequence[Sequence[float]],
+    weights: Sequence[float] | Sequence[Sequence[float]],
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
 ) -> list[np.ndarray]:
-    """:func:`bootstrap` of several drop vectors over the same conversations
-    and weights, with the same resamples (the cluster bootstrap of
-    :mod:`pytest_ragdive.core.stats`: the weighted mean drop is the ratio of the
-    cluster sums ``w_i d_i`` and ``w_i``). Each resampled mean's deviation from
-    the observed weighted mean is scaled by ``sqrt(n / (n - 1))`` (``n``
-    conversations, at least 2), the small-sample correction of the module
-    docstring."""
+    """:func:`bootstrap` of several drop vectors over as many conversations, with
+    the same resamples (the cluster bootstrap of :mod:`pytest_ragdive.core.stats`:
+    the weighted mean drop is the ratio of the cluster sums ``w_i d_i`` and
+    ``w_i``); ``weights``: one vector shared by every drop vector, or one each.
+    Each resampled mean's deviation from the observed weighted mean is scaled by
+    ``sqrt(n / (n - 1))`` (``n`` conversations, at least 2), the small-sample
+    correction of the module docstring."""
     import numpy as np
 
-    w = np.asarray(weights, dtype=float)
-    wd = np.asarray(drops, dtype=float) * w  # (metrics, n)
-    n = len(w)
-    out = np.asarray(cluster_bootstrap(wd, w, n_boot=n_boot, seed=seed))
-    if n > 1:
-        observed = (wd.sum(axis=1) / w.sum())[:, None]
-        out = observed + math.sqrt(n / (n - 1)) * (out - observed)
-    out.sort(axis=1)
-    return list(out)
+    d = np.asarray(drops, dtype=float)  # (metrics, n)
+    w = np.broadcast_to(np.asarray(weights, dtype=float), d.shape)
+    wd = d * w
+    n = d.shape[1]
+    out = []
+    for r, b in enumerate(cluster_bootstrap(wd, w, n_boot=n_boot, seed=seed)):
+        if n > 1:
+            observed = wd[r].sum() / w[r].sum()
+            b = observed + math.sqrt(n / (n - 1)) * (b - observed)
+        b.sort()
+        out.append(b)
+    return out
 
 
 def holm(pvalues: dict[str, float], alpha: float) -> dict[str, tuple[bool, float]]:
@@ -325,7 +334,7 @@ def paired_tests(
 
     boots: dict[str, np.ndarray] = {}
     stats: dict[str, tuple[float, float, float]] = {}  # drop, p, upper
-    groups: dict[tuple[tuple[str, ...], tuple[float, ...]], list[str]] = defaultdict(list)
+    groups: dict[int, list[str]] = defaultdict(list)
     for name, p in pairings.items():
         drop = p.drop
         if drop is None:
@@ -333,9 +342,12 @@ def paired_tests(
         if p.noise_free:
             stats[name] = (drop, 0.0 if drop > EPS else 1.0, drop)
         else:
-            groups[(tuple(p.ids), tuple(p.weights))].append(name)
-    for (_, weights), names in groups.items():  # metrics over the same conversations share resamples
-        for name, b in zip(names, bootstrap_many([pairings[k].drops for k in names], weights, n_boot, seed), strict=True):
+            groups[p.n].append(name)
+    # the draws depend on the number of conversations alone (one stream, fixed seed):
+    # metrics over as many conversations are resampled in one pass, each with its own weights
+    for names in groups.values():
+        draws = bootstrap_many([pairings[k].drops for k in names], [pairings[k].weights for k in names], n_boot, seed)
+        for name, b in zip(names, draws, strict=True):
             boots[name] = b
             df = pairings[name].n - 1
             stats[name] = (pairings[name].drop or 0.0, t_pvalue(float(np.mean(b <= EPS)), df), quantile_t(b, 1 - alpha, df))
@@ -370,8 +382,13 @@ def decide(
 
 
 def baseline_table(bm: BaselineMetric) -> Table:
-    """A baseline metric's per-conversation values as a paired table."""
+    """A baseline metric's per-conversation values as a paired table (made for one
+    metric at a time: the baseline holds them as arrays)."""
+    cv = bm.conversations
+    if not cv:
+        return {}
+    r, values, counts = cv.runs, cv.numbers, cv.counts
     return {
-        cid: [ConvValue(value=v, count=n) for v, n in runs if v is not None]
-        for cid, runs in sorted((bm.conversations or {}).items())
+        cid: [ConvValue(values[j], counts[j]) for j in range(i * r, i * r + r) if values[j] == values[j]]  # (NaN: no value)
+        for i, cid in enumerate(cv.ids)
     }

@@ -5,7 +5,9 @@ The definitions are in :mod:`.paired`'s docstring."""
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -77,9 +79,20 @@ def power(baseline: Table, tolerance: float, alpha: float, metrics: int = 1, tar
     paired test at Holm's strictest level ``alpha / metrics``, and, when it
     exceeds ``tolerance``, the conversations (at one run) or runs (with these
     conversations, at most 50) that would bring it down to the tolerance."""
+    return power_of(baseline, tolerance, alpha, target)(metrics)
+
+
+def power_of(baseline: Table, tolerance: float, alpha: float, target: float = POWER) -> Callable[[int], Power]:
+    """:func:`power` for a number of metrics known later (Holm's family: the metrics
+    tested), holding what it needs of the table (a few numbers), not the table."""
     n = sum(1 for v in baseline.values() if v)
     runs = max((len(v) for v in baseline.values()), default=0)
-    sums = _noise_sums(baseline)
+    return functools.partial(_power, n, runs, _noise_sums(baseline), tolerance, alpha, target)
+
+
+def _power(
+    n: int, runs: int, sums: tuple[float, float, float] | None, tolerance: float, alpha: float, target: float, metrics: int
+) -> Power:
     if sums is None:
         return Power(mdr=None, se=None, conversations=n, baseline_runs=runs)
     s1, s2, w = sums
@@ -100,15 +113,20 @@ def power(baseline: Table, tolerance: float, alpha: float, metrics: int = 1, tar
 
 def spread(baseline: Table) -> dict[str, float]:
     """Each conversation's 90th minus 10th percentile over the baseline runs
-    (conversations with at least two runs)."""
+    (conversations with at least two runs). Conversations with as many runs
+    are computed together (one percentile call along rows: the same numbers)."""
     import numpy as np
 
-    return {
-        k: float(np.percentile(a, 90) - np.percentile(a, 10))
-        for k, vals in baseline.items()
-        if len(vals) > 1
-        for a in [np.asarray([v.value for v in vals])]
-    }
+    by_runs: dict[int, list[str]] = {}
+    for k, vals in baseline.items():
+        if len(vals) > 1:
+            by_runs.setdefault(len(vals), []).append(k)
+    got: dict[str, float] = {}
+    for ids in by_runs.values():
+        a = np.asarray([[v.value for v in baseline[k]] for k in ids])
+        lo, hi = np.percentile(a, [10, 90], axis=1)
+        got.update(zip(ids, (hi - lo).tolist(), strict=True))
+    return {k: got[k] for k in baseline if k in got}
 
 
 def unstable(spreads: dict[str, float], threshold: float) -> list[str]:

@@ -39,7 +39,7 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
                 "(the recorded run had no value for them: no case they apply to, e.g. citation_rate "
                 "needs expected_citations); add such cases and re-record, or remove them from [tool.ragdive.gate]"
             )
-    changes = golden_changes(baseline.golden, fingerprint(cfg, cfg.selected_suites()))
+    changes = golden_changes(baseline.golden, fingerprint(cfg, cfg.selected_suites(), known=baseline.golden))
     notes += changes
     if baseline.config_hash and baseline.config_hash != cfg.config_hash():
         notes.append(
@@ -63,7 +63,7 @@ def check_overwrite(cfg: RagdiveConfig, path: Path, existing: Baseline, backend:
             return ", ".join(f"{k}={v}" for k, v in sorted(m.items())) or "none"
 
         why.append(f"judge models {fmt(existing.judge_models)} (this run: {fmt(judge_models)})")
-    changes = golden_changes(existing.golden, fingerprint(cfg, cfg.selected_suites()))
+    changes = golden_changes(existing.golden, fingerprint(cfg, cfg.selected_suites(), known=existing.golden))
     if changes:
         why.append("other golden data (" + "; ".join(c.removeprefix("golden data changed since the baseline: ")
                                                      for c in changes) + ")")

@@ -15,8 +15,9 @@ for it; any other gated metric without a value fails ("no data", "not in baselin
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -24,8 +25,8 @@ from pydantic import BaseModel, Field
 from ..core.records import Conversation
 from ..core.results import Baseline, BaselineMetric, SuiteResult
 from ..metrics.registry import ARROW, METRICS
-from .paired import PairedResult, Table, alpha_for_look, baseline_table, decide, pair, paired_tests, table
-from .power import Moved, Power, power, spread, unstable, worse
+from .paired import PairedResult, Pairing, Table, alpha_for_look, baseline_table, decide, pair, paired_tests, table
+from .power import Moved, Power, power_of, spread, unstable, worse
 
 EPS = 1e-9
 
@@ -360,37 +361,47 @@ def check(
             mine.append(row)
         if method == "band+paired" and all_convs:
             ours = [c for c in all_convs if c.suite == suite]
-            paired_rows(mine, stored, {m: table(ours, m) for m in suite_gate}, alpha_for_look(looks - 1), unstable_spread)
+            paired_rows(mine, stored, functools.partial(table, ours), alpha_for_look(looks - 1), unstable_spread)
         rows += mine
     return rows
 
 
 def paired_rows(
-    rows: list[GateRow], stored: dict[str, BaselineMetric], current: dict[str, Table], alpha: float, unstable_spread: float
+    rows: list[GateRow],
+    stored: dict[str, BaselineMetric],
+    current: Callable[[str], Table],
+    alpha: float,
+    unstable_spread: float,
 ) -> None:
     """Add the paired test to one suite's band rows (in place), from this
-    session's per-conversation values of each metric (``current``)."""
-    bases: dict[str, Table] = {}
-    pairings = {}
+    session's per-conversation values of each metric (``current(metric)``).
+    One metric's tables (baseline and current) are made and let go at a time:
+    what stays is its pairing (three numbers a conversation) and what power needs."""
+    pairings: dict[str, Pairing] = {}
+    powers: dict[str, Callable[[int], Power]] = {}
     for r in rows:
         bm = stored.get(r.metric)
         if not pairable(r.metric) or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
             continue
-        base = bases[r.metric] = baseline_table(bm)
-        cur = current.get(r.metric, {})
+        base = baseline_table(bm)
+        cur = current(r.metric)
         p = pair(base, cur, r.direction)
         r.method, r.new, r.missing = "band+paired", p.new, p.missing
         r.runs = max((len(v) for v in cur.values()), default=1)
+        del cur
         if p.n:
             pairings[r.metric] = p
+            powers[r.metric] = power_of(base, r.tolerance, alpha)
+            r.unstable = unstable(spread(base), unstable_spread)
     tested = paired_tests(pairings, {r.metric: r.tolerance for r in rows}, alpha)
+    noisy = max(1, sum(not t.noise_free for t in tested.values()))
     for r in rows:
         res = tested.get(r.metric)
         if res is None:
+            r.unstable = []
             continue
         r.paired, r.band_verdict = res, r.verdict
         more = r.on_inconclusive == "rerun" and r.look + 1 < r.looks
         r.verdict = decide(r.verdict, res.significant, res.within, res.drop, r.tolerance, more)  # type: ignore[arg-type]
-        r.power = power(bases[r.metric], r.tolerance, alpha, metrics=max(1, sum(not t.noise_free for t in tested.values())))
-        r.unstable = unstable(spread(bases[r.metric]), unstable_spread)
+        r.power = powers[r.metric](noisy)
         r.worse = worse(pairings[r.metric], limit=WORSE_LISTED)

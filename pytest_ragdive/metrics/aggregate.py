@@ -25,20 +25,58 @@ def _metric_names(convs: list[Conversation]) -> list[str]:
     return sorted(names)
 
 
-def _values(metric: str, conv: Conversation) -> list[float | None]:
-    """A conversation's raw values of a metric, in turn order (conversation-level: its one value)."""
-    if METRICS[metric].level == "conversation":
-        return [conv.scores.get(metric)]
-    return [t.scores.get(metric) for t in conv.turns]
+class _Layout:
+    """Where each value of a metric sits, the same for every metric: the scored
+    conversations (in (run, id) order) and their turns laid out flat, each run a
+    contiguous stretch, each cluster (a conversation id, all its runs) a few stretches.
+    A metric's values are one flat list in that order; every mean below reads it in
+    the order the conversations and their turns come (the same sums, value for value,
+    as reading conversation by conversation)."""
+
+    def __init__(self, ok: list[Conversation], runs: list[int], where: dict[str, int]) -> None:
+        self.turns = [t for c in ok for t in c.turns]
+        # per level ("turn": the flat turns; "conversation": the conversations): each run's
+        # stretch, and each cluster's stretches in (run, then turn) order
+        self.run_spans: dict[str, list[tuple[int, int]]] = {}
+        self.cluster_spans: dict[str, list[list[tuple[int, int]]]] = {}
+        for level in ("turn", "conversation"):
+            sizes = [len(c.turns) if level == "turn" else 1 for c in ok]
+            clusters: list[list[tuple[int, int]]] = [[] for _ in where]
+            first = dict.fromkeys(runs, -1)
+            last = dict.fromkeys(runs, 0)
+            pos = 0
+            for c, size in zip(ok, sizes, strict=True):
+                if first[c.run] < 0:
+                    first[c.run] = pos
+                clusters[where[c.id]].append((pos, pos + size))
+                pos += size
+                last[c.run] = pos
+            self.run_spans[level] = [(max(first[r], 0), last[r]) for r in runs]
+            self.cluster_spans[level] = clusters
+        by_idx: dict[int, list[int]] = defaultdict(list)
+        by_type: dict[str, list[int]] = defaultdict(list)
+        for j, t in enumerate(self.turns):
+            by_idx[t.index].append(j)
+            by_type[t.question_type].append(j)
+        self.by_idx = sorted(by_idx.items())
+        self.by_type = sorted(by_type.items())
+
+    def values(self, metric: str, ok: list[Conversation]) -> list[float | None]:
+        """A metric's raw values, flat (conversation-level: one per conversation)."""
+        if METRICS[metric].level == "conversation":
+            return [c.scores.get(metric) for c in ok]
+        return [t.scores.get(metric) for t in self.turns]
 
 
-def _cluster_sums(raw: list[list[float | None]], cluster: list[int], k: int) -> tuple[list[float], list[int]]:
+def _cluster_sums(flat: list[float | None], spans: list[list[tuple[int, int]]]) -> tuple[list[float], list[int]]:
     """Per cluster (conversation id, all its runs), the sum and count of its present
-    values, summed in conversation then turn order."""
-    vals: list[list[float]] = [[] for _ in range(k)]
-    for i, values in zip(cluster, raw, strict=True):
-        vals[i].extend(v for v in values if v is not None)
-    return [sum(v) for v in vals], [len(v) for v in vals]
+    values, summed in run then turn order."""
+    sums, counts = [], []
+    for stretches in spans:
+        vals = [v for a, b in stretches for v in flat[a:b] if v is not None]
+        sums.append(sum(vals))
+        counts.append(len(vals))
+    return sums, counts
 
 
 def _bootstrap_all(
@@ -75,23 +113,17 @@ def aggregate(suite: str, convs: list[Conversation], n_boot: int = 1000, seed: i
     )
     names = _metric_names(ok)
     keys = sorted({c.id for c in ok})
-    where = {key: i for i, key in enumerate(keys)}
-    cluster = [where[c.id] for c in ok]
+    layout = _Layout(ok, runs, {key: i for i, key in enumerate(keys)})
     sums: dict[str, tuple[list[float], list[int]]] = {}
     for metric in names:  # one metric's raw values at a time (a large suite's are never all held)
-        values = [_values(metric, c) for c in ok]
-        per_run = [mean(v for c, vs in zip(ok, values, strict=True) if c.run == r for v in vs) for r in runs]
-        mv = MetricValue(value=mean(per_run), n=sum(1 for vs in values for v in vs if v is not None), per_run=per_run)
-        if METRICS[metric].level == "turn":
-            by_idx: dict[int, list[float | None]] = defaultdict(list)
-            by_type: dict[str, list[float | None]] = defaultdict(list)
-            for c, vs in zip(ok, values, strict=True):
-                for t, v in zip(c.turns, vs, strict=True):
-                    by_idx[t.index].append(v)
-                    by_type[t.question_type].append(v)
-            mv.per_turn_index = {str(k): mean(v) for k, v in sorted(by_idx.items())}
-            mv.per_question_type = {k: mean(v) for k, v in sorted(by_type.items())}
-        sums[metric] = _cluster_sums(values, cluster, len(keys))
+        level = METRICS[metric].level
+        flat = layout.values(metric, ok)
+        per_run = [mean(flat[a:b]) for a, b in layout.run_spans[level]]
+        mv = MetricValue(value=mean(per_run), n=len(flat) - flat.count(None), per_run=per_run)
+        if level == "turn":
+            mv.per_turn_index = {str(k): mean(map(flat.__getitem__, js)) for k, js in layout.by_idx}
+            mv.per_question_type = {k: mean(map(flat.__getitem__, js)) for k, js in layout.by_type}
+        sums[metric] = _cluster_sums(flat, layout.cluster_spans[level])
         result.metrics[metric] = mv
     for metric, (lo, hi) in _bootstrap_all(sums, len(keys), n_boot, seed).items():
         result.metrics[metric].ci_low, result.metrics[metric].ci_high = lo, hi

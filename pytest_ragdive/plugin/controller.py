@@ -179,7 +179,7 @@ class _Concluding:
             self.guard.uninstall()
         # concluded, reported and summarised: what is held goes before pytest's own
         # clean-up collects garbage (several full passes over the heap)
-        self.sess.collected.clear()
+        self.sess.let_go()
 
     @pytest.hookimpl(trylast=True, specname="pytest_terminal_summary")  # the last words of the summary
     def pytest_terminal_summary_threads(self, terminalreporter: Any) -> None:

@@ -134,11 +134,14 @@ def check_modes(sess: RagdiveSession) -> None:
         )
     if cfg.update_baseline and not cfg.baseline:
         raise UsageError("--ragdive-update-baseline needs a path: --ragdive-baseline=PATH (or baseline = ... in the config)")
-    if not hasattr(sess.config, "workerinput"):  # the controller writes; check before anything runs
-        check_writable(
-            cfg.path(cfg.report_dir) if cfg.report_dir else None,
-            cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
-        )
+    if hasattr(sess.config, "workerinput"):
+        # an xdist worker runs conversations and never concludes: the controller has checked
+        # the baseline already (before any worker started), and only the controller holds it
+        return
+    check_writable(  # the controller writes; check before anything runs
+        cfg.path(cfg.report_dir) if cfg.report_dir else None,
+        cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
+    )
     if cfg.update_baseline and cfg.baseline:
         existing = sess.existing_baseline()
         if existing is not None:

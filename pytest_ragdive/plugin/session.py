@@ -265,6 +265,16 @@ class RagdiveSession:
     def close(self) -> None:
         self.pipeline.close()
 
+    def let_go(self) -> None:
+        """The run is concluded, reported and summarised: let go of its conversations (the
+        held ones and the outcome's) before pytest's own clean-up and the interpreter's last
+        collection, which walk everything still alive (five turns and some sixty objects a
+        conversation)."""
+        self.collected.clear()
+        self._handed.clear()
+        if self.outcome is not None:
+            self.outcome.conversations = []
+
     # -- llm statistics -----------------------------------------------------
     def local_llm_stats(self) -> dict[str, Any] | None:
         return self.pipeline.llm_stats()

@@ -114,8 +114,9 @@ class HeldConversations:
         if got is None:
             return None
         n, z = got
-        raw = zlib.decompress(z)
-        return (raw[n:] if body else raw[:n]).decode("utf-8")
+        if body:
+            return zlib.decompress(z)[n:].decode("utf-8")
+        return zlib.decompressobj().decompress(z, n).decode("utf-8")  # the JSON comes first: stop after it
 
     def full_json(self, key: str) -> str | None:
         """The full conversation's JSON, where it was slimmed (else None: dump the held one)."""

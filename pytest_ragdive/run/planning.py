@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..core.config import RagdiveConfig
+from ..core.memory import paused_gc
 from ..core.records import Conversation, GeneratedSpec
 from ..metrics.assertions import Assertion
 from ..sharded.questions import ShardedQuestion, load_sharded
@@ -197,7 +198,7 @@ def _plan_generated(cfg: RagdiveConfig, suite: str) -> list[GeneratedSpec]:
 
 def plan_all(cfg: RagdiveConfig, llm_enabled: bool, notes: list[str]) -> list[Plan]:
     plans: list[Plan] = []
-    with golden.paused_gc():  # only live objects are built here (see paused_gc)
+    with paused_gc():  # only live objects are built here (see paused_gc)
         for suite in cfg.selected_suites():
             plans += plan_suite(cfg, suite, cfg.runs, llm_enabled, notes)
     check_references(cfg, plans)  # corpus file and document ids (exit 4 naming the files)

@@ -33,7 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import GoldenError, ShardInputError
 from ..llm.prompts import FENCE_NOTE, fence, load_prompt
-from ..sources.golden import _rows, error_line
+from ..sources.golden import _rows
+from ..sources.yaml_rows import error_line
 from .properties import REVIEW_ONLY, check_question, flag_question
 from .questions import Shard, ShardedQuestion
 

@@ -35,7 +35,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ShardedFileError
-from ..sources.golden import _rows, error_line
+from ..sources.golden import _rows
+from ..sources.yaml_rows import error_line
 from .properties import ALLOWED_WORDS, check_question, contains_phrase, content_words, flag_question
 
 __all__ = [

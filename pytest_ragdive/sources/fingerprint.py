@@ -27,10 +27,11 @@ def _digest(data: bytes | str, n: int = 64) -> str:
 def _cases(kind: str, path: Path) -> dict[str, str]:
     from . import golden
 
+    # one row at a time: a 20,000-conversation file's rows are never all held as records
     if kind == "single_turn":
-        return {c.question_id: _digest(c.model_dump_json(), 12) for c in golden.load_single_turn(path)}
+        return {c.question_id: _digest(c.model_dump_json(), 12) for c in golden.each_single_turn(path)}
     if kind == "conversations":
-        return {c.id: _digest(c.model_dump_json(), 12) for c in golden.load_conversations(path)}
+        return {c.id: _digest(c.model_dump_json(), 12) for c in golden.each_conversation(path)}
     if kind == "sharded":
         from ..sharded.questions import read_sharded
 
@@ -47,8 +48,11 @@ def _cases(kind: str, path: Path) -> dict[str, str]:
     return out
 
 
-def fingerprint(cfg: RagdiveConfig, suites: list[str]) -> Fingerprint:
-    """The golden files of ``suites`` as they are now (unreadable files are left to the planner to report)."""
+def fingerprint(cfg: RagdiveConfig, suites: list[str], known: Fingerprint | None = None) -> Fingerprint:
+    """The golden files of ``suites`` as they are now (unreadable files are left to the planner to report).
+    ``known``: a fingerprint recorded earlier (a baseline's); a file whose content hash is the one
+    recorded there keeps its recorded cases, unparsed (the same bytes are the same cases: checking a
+    20,000-conversation YAML file against its baseline costs a hash, not a second parse)."""
     out: Fingerprint = {}
     for suite in suites:
         sc = cfg.suites.get(suite)
@@ -60,7 +64,10 @@ def fingerprint(cfg: RagdiveConfig, suites: list[str]) -> Fingerprint:
             for name in names:
                 path = cfg.path(name)
                 try:
-                    files[name] = GoldenFile(sha256=_digest(path.read_bytes()), cases=_cases(kind, path))
+                    with open(path, "rb") as fh:  # hashed a block at a time (a large file is never held whole)
+                        sha = hashlib.file_digest(fh, "sha256").hexdigest()
+                    old = (known or {}).get(suite, {}).get(name)
+                    files[name] = old if old is not None and old.sha256 == sha else GoldenFile(sha256=sha, cases=_cases(kind, path))
                 except (OSError, ValueError):
                     continue
         out[suite] = files

@@ -7,11 +7,8 @@ A malformed row raises :class:`GoldenError` naming the file and line.
 
 from __future__ import annotations
 
-import gc
 import json
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,10 +23,11 @@ from pydantic import (
     model_serializer,
 )
 
-from ..core.errors import GoldenError, cut, fault, one_line, quote
+from ..core.errors import GoldenError, fault, one_line, quote
 from ..core.paths import read_text
 from ..core.records import Conversation, Document, QuestionType, Turn
 from ..metrics.assertions import Assertion, normalise
+from .yaml_rows import error_line, yaml_rows
 
 
 class _Row(BaseModel):
@@ -40,7 +38,6 @@ def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank (the message sent to the chatbot)")
     return value
-
 
 
 class _Asserted(_Row):
@@ -96,24 +93,9 @@ class ScriptedConversation(_Row):
     turns: list[ScriptedTurn] = Field(min_length=1)
 
 
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a loader builds many small
-    objects none of which is garbage: each collection walks the whole young
-    heap, so a 100k-row file spends most of its time in the collector
-    (13 MB of YAML: 8.5 s composing with it, 1.4 s without)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
-    """(line, row, node) triples; line is 1-based (YAML: the row's first line; node: the
-    row's composed YAML node, which knows the line of every key inside it; None for JSONL)."""
+    """(line, row, where) triples; line is 1-based (YAML: the row's first line; where: the
+    row's :class:`RowRef`, which finds the line of every key inside it; None for JSONL)."""
     if not path.is_file():
         raise GoldenError(f"{path}: file not found")
     text = read_text(path, GoldenError)
@@ -131,130 +113,12 @@ def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
             raise GoldenError(f"{path}: the file {what}: expected one JSON object a line")
         return out
     if path.suffix in (".yaml", ".yml", ".json"):
-        return _yaml_rows(path, text, list_keys)
+        return yaml_rows(path, text, list_keys)
     raise GoldenError(f"{path}: unsupported format {path.suffix!r} (expected .jsonl, .yaml or .yml)")
 
 
-def _loader_class() -> Any:
-    """libyaml's CSafeLoader where PyYAML was built with it, else SafeLoader.
-
-    The C extension is imported once per process; when ``yaml`` itself was
-    imported again (pytester's in-process runs restore ``sys.modules``), the
-    nodes it builds are of the old module's classes, which the new
-    constructor does not recognise: fall back to the pure-Python loader then.
-    """
-    import yaml
-
-    cyaml = sys.modules.get("yaml._yaml")
-    if getattr(yaml, "CSafeLoader", None) is None or getattr(cyaml, "ScalarNode", None) is not yaml.nodes.ScalarNode:
-        return yaml.SafeLoader
-    return yaml.CSafeLoader
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _construct(loader: Any, root: Any) -> Any:
-    """The data of a composed YAML document: what ``loader.construct_document``
-    builds, faster. Plain strings (most of a golden file) are taken from the
-    nodes as they are; every other scalar goes through the safe constructor;
-    an alias gives the same object, as PyYAML does. A document with merge keys
-    (``<<``) is left to the loader itself."""
-    import yaml
-
-    scalar_t, seq_t = yaml.nodes.ScalarNode, yaml.nodes.SequenceNode
-    built: dict[int, Any] = {}
-    merges = False
-
-    def build(node: Any) -> Any:
-        nonlocal merges
-        if type(node) is scalar_t:
-            return node.value if node.tag == _STR_TAG else loader.construct_object(node, deep=True)
-        done = built.get(id(node))
-        if done is not None:
-            return done
-        if type(node) is seq_t:
-            out_list: list[Any] = []
-            built[id(node)] = out_list
-            out_list.extend(build(n) for n in node.value)
-            return out_list
-        out: dict[Any, Any] = {}
-        built[id(node)] = out
-        for k, v in node.value:
-            if k.tag == _MERGE_TAG:
-                merges = True
-                return out
-            out[build(k)] = build(v)
-        return out
-
-    try:
-        data = build(root)
-    except TypeError:  # an unhashable key: the loader says so in its own words
-        merges = True
-    return loader.construct_document(root) if merges else data
-
-
-def _yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
-    """One parse (libyaml's C parser where PyYAML has it): the composed node
-    tree gives each row's line, the constructor builds the data from it."""
-    import yaml
-
-    loader = _loader_class()(text)
-    try:
-        with paused_gc():
-            node = loader.get_single_node()
-            data = _construct(loader, node) if node is not None else None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = str(getattr(e, "problem", None) or e)
-        raise GoldenError(fault(
-            path, f"invalid YAML: {cut(problem)}",
-            line=mark.line + 1 if mark is not None else None, col=mark.column + 1 if mark is not None else None,
-        )) from None
-    finally:
-        loader.dispose()
-    if isinstance(data, dict):
-        key = next((k for k in list_keys if k in data), None)
-        if key is None:
-            raise GoldenError(f"{path}:1: expected a list of rows or a mapping with one of {list_keys}")
-        data = data[key]
-        node = next((v for k, v in node.value if k.value == key), None) if node is not None else None
-    if node is None and data is None:
-        raise GoldenError(f"{path}: the file is empty: expected a list of rows")
-    if not isinstance(data, list):
-        raise GoldenError(f"{path}:1: expected a list of rows")
-    if not data:
-        raise GoldenError(f"{path}: the list of rows is empty")
-    items = node.value if node is not None and isinstance(node.value, list) else []
-    if len(items) != len(data):
-        return [(1, row, None) for row in data]
-    return [(n.start_mark.line + 1, row, n) for n, row in zip(items, data, strict=True)]
-
-
-def error_line(node: Any, loc: tuple[Any, ...], default: int) -> int:
-    """The line of the key a validation error points at (``turns.1.ground_truth``):
-    the deepest node of ``loc`` the row's YAML node has (an unknown key is a key of
-    its mapping; a missing one is reported at the mapping that lacks it)."""
-    line = default
-    for part in loc:
-        value = getattr(node, "value", None)
-        if isinstance(value, list) and value and isinstance(value[0], tuple):  # a mapping: (key, value) pairs
-            hit = next(((k, v) for k, v in value if getattr(k, "value", None) == str(part)), None)
-            if hit is None:
-                return line
-            line = hit[0].start_mark.line + 1
-            node = hit[1]
-        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
-            node = value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
-    out = []
+def _each(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> Iterator[Any]:
+    """The file's rows, validated one at a time."""
     seen: dict[str, int] = {}
     for line, row, node in _rows(path, list_keys):
         try:
@@ -266,8 +130,21 @@ def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[An
         if rid in seen:
             raise GoldenError(f"{path}:{line}: duplicate id {quote(rid)} (first at line {seen[rid]})")
         seen[str(rid)] = line
-        out.append(rec)
-    return out
+        yield rec
+
+
+def _parse(path: Path, model: type[_Row], list_keys: tuple[str, ...]) -> list[Any]:
+    return list(_each(path, model, list_keys))
+
+
+def each_single_turn(path: Path) -> Iterator[SingleTurnCase]:
+    """:func:`load_single_turn`'s rows one at a time (a caller that keeps none of them)."""
+    return _each(path, SingleTurnCase, ("cases", "questions"))
+
+
+def each_conversation(path: Path) -> Iterator[ScriptedConversation]:
+    """The scripted conversations one at a time, unchecked for ``reviewed`` (a caller that keeps none of them)."""
+    return _each(path, ScriptedConversation, ("conversations",))
 
 
 def load_single_turn(path: Path) -> list[SingleTurnCase]:

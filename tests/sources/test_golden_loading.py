@@ -11,10 +11,11 @@ import pytest
 import yaml
 from factories import config
 
+from pytest_ragdive.core import memory
 from pytest_ragdive.core.config import RagdiveConfig
 from pytest_ragdive.core.errors import GoldenError
 from pytest_ragdive.run.planning import plan_all
-from pytest_ragdive.sources import golden
+from pytest_ragdive.sources import golden, yaml_rows
 
 
 def _cfg(tmp_path: Path, **suite: object) -> RagdiveConfig:
@@ -78,16 +79,16 @@ def test_yaml_and_jsonl_load_the_same_rows(tmp_path: Path) -> None:
     "? [a, b]\n: unhashable\n",
 ])
 def test_fast_construction_matches_pyyaml(doc: str) -> None:
-    loader = golden._loader_class()(doc)
+    loader = yaml_rows._loader_class()(doc)
     try:
         node = loader.get_single_node()
         try:
             expected = yaml.safe_load(doc)
         except yaml.YAMLError:
             with pytest.raises(yaml.YAMLError, match="unhashable"):
-                golden._construct(loader, node)
+                yaml_rows._construct(loader, node)
             return
-        got = golden._construct(loader, node)
+        got = yaml_rows._construct(loader, node)
     finally:
         loader.dispose()
     assert got == expected
@@ -97,18 +98,18 @@ def test_fast_construction_matches_pyyaml(doc: str) -> None:
 
 def test_c_loader_used_where_pyyaml_has_it() -> None:
     expected = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
-    assert golden._loader_class() is expected
+    assert yaml_rows._loader_class() is expected
 
 
 def test_paused_gc_restores_the_collector() -> None:
     assert gc.isenabled()
-    with pytest.raises(RuntimeError), golden.paused_gc():
+    with pytest.raises(RuntimeError), memory.paused_gc():
         assert not gc.isenabled()
         raise RuntimeError("boom")
     assert gc.isenabled()
     gc.disable()
     try:
-        with golden.paused_gc():
+        with memory.paused_gc():
             pass
         assert not gc.isenabled()  # was off before: stays off
     finally:
