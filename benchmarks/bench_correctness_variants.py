@@ -138,8 +138,8 @@ def parts(r: Rated, idf: Callable[[str], float]) -> Parts:
     weights = []
     for f in fe:
         ft = _terms(f.fact)
-        w = sum(idf(t) for t in ft)
-        weights.append((w, sum(idf(t) for t in ft & have) / w))
+        w = sum(idf(t) for t in sorted(ft))  # sorted: the same sum whatever the hash seed
+        weights.append((w, sum(idf(t) for t in sorted(ft & have)) / w))
     ref_terms: set[str] = set().union(*(_terms(f.fact) for f in fe))
     return Parts(
         False, fe, fact_evidence(needs, units) if needs else [], weights,
@@ -180,6 +180,8 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--splits", type=lambda v: [int(x) for x in v.split(",")], default=[7, 11, 23, 31, 47, 59],
+                    help="fold seeds of the repeated cross-validation table (comma-separated)")
     args = ap.parse_args()
     if not args.data.is_file():
         sys.exit(f"--data: no such file: {args.data}")
@@ -207,10 +209,13 @@ def main() -> None:
 
     grids = {"plain": grid("plain"), **{f: grid(f) for f in FAMILIES}}
     grids["all"] = list(dict.fromkeys(v for g in grids.values() for v in g))
+    scored = {
+        name: [[value(plain[rule][i], p, rule, fam, a) for i, p in enumerate(pre)] for rule, fam, a in variants]
+        for name, variants in grids.items()
+    }
     results = {}
     for name, variants in grids.items():
-        scores = [[value(plain[rule][i], p, rule, fam, a) for i, p in enumerate(pre)] for rule, fam, a in variants]
-        cv = cross_validate(scores, comp, folds, args.folds)
+        cv = cross_validate(scored[name], comp, folds, args.folds)
         results[name] = (cv, [variants[c] for c in cv.chosen], variants[cv.refit])
 
     def rho(scores: Sequence[float | None], human: Sequence[float]) -> Callable[[np.ndarray], float]:
@@ -248,6 +253,20 @@ def main() -> None:
     for k, name in enumerate(names):
         v = values[k * width + 4:(k + 1) * width]
         print(f"| {name} | " + " | ".join(_cell(x, True) for x in v) + " |")
+
+    print("\nRepeated cross-validation: the out-of-fold Spearman with completeness under other splits of the tasks "
+          "into folds (the fold seed), and its mean; the last column, the mean difference with plain:\n")
+    print("| family | " + " | ".join(f"seed {s}" for s in args.splits) + " | mean | mean minus plain |")
+    print("|---|" + "---|" * (len(args.splits) + 2))
+    per_split = {
+        name: [_rho(cross_validate(scored[name], comp, fold_of(rows, args.folds, s, "task"), args.folds).oof, comp)
+               for s in args.splits]
+        for name in names
+    }
+    for name in names:
+        v, base = per_split[name], per_split["plain"]
+        mean_diff = float(np.mean(np.subtract(v, base)))
+        print(f"| {name} | " + " | ".join(f"{x:.3f}" for x in v) + f" | {np.mean(v):.3f} | {mean_diff:+.3f} |")
 
     print("\nDiagnostic (nothing chosen here): Spearman with completeness on subsets, out of fold:\n")
     subsets = {
