@@ -61,7 +61,7 @@ def test_report_writes_what_it_documents(gated_run: Path) -> None:
     assert "no ragdive-junit.xml (no --baseline" in res.stdout
     res = cli(gated_run, "report", "report/results.json", "-o", "gated", "--baseline", "baseline.json")
     assert res.returncode == 0, res.stderr
-    assert {p.name for p in (gated_run / "gated").iterdir()} == {"results.json", "summary.md", "report.html", "ragdive-junit.xml"}
+    assert {p.name for p in (gated_run / "gated").iterdir()} == {"results.json", "summary.md", "pr-comment.md", "report.html", "ragdive-junit.xml"}
 
 
 QUESTIONS = [{"id": "q-rate", "question": "How many API requests per minute does the Business plan allow?", "answer": "600"}]
