@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ..core.paths import atomic_open
+from ..core.records import Conversation
 from ..gate.outcome import RunOutcome, rendering
 from .junit import junit_xml
 from .markdown import summary_md
@@ -44,6 +45,19 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _with_whole_compared(outcome: RunOutcome, stored: Stored) -> RunOutcome:
+    """``outcome`` with the conversations report.html compares with their baseline answers
+    (a few per failed metric) whole again: a held copy keeps only the worst unit of each
+    turn's evidence, and the comparison marks every unit in today's answer."""
+    if not outcome.baseline_answers:
+        return outcome
+    convs = []
+    for c in outcome.conversations:
+        raw = stored.full_json(c.key) if f"{c.suite}::{c.id}" in outcome.baseline_answers else None
+        convs.append(Conversation.model_validate_json(raw) if raw is not None else c)
+    return outcome.model_copy(update={"conversations": convs})
+
+
 @rendering
 def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None = None, *, junit: bool = True) -> list[Path]:
     """results.json, ragdive-junit.xml (when gated, unless ``junit`` is False), summary.md
@@ -62,7 +76,8 @@ def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None =
     written.append(_write(report_dir / "pr-comment.md", pr_comment_md(outcome)))
     from .html import write_html
 
-    written.append(write_html(report_dir, outcome, stored.html_body if stored is not None else None))
+    page = _with_whole_compared(outcome, stored) if stored is not None else outcome
+    written.append(write_html(report_dir, page, stored.html_body if stored is not None else None))
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         with open(step, "a", encoding="utf-8") as fh:

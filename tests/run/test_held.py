@@ -17,6 +17,7 @@ from example_outcome import example_outcome
 
 from pytest_ragdive.core.records import Conversation
 from pytest_ragdive.gate.outcome import RunOutcome
+from pytest_ragdive.gate.ranking import culprits
 from pytest_ragdive.metrics.aggregate import _bootstrap_all, aggregate
 from pytest_ragdive.reports.html import conversation_body
 from pytest_ragdive.reports.write import write_reports
@@ -42,10 +43,17 @@ def test_reports_from_held_conversations_are_those_of_the_whole_ones(tmp_path: P
     for c in kept:
         s = slim[c.key]
         assert not any(t.contexts or t.standalone_contexts or t.standalone_answer for t in s.turns)
+        for st, t in zip(s.turns, c.turns, strict=True):  # the evidence: its worst unit only, what the culprits quote
+            w = t.evidence.worst() if t.evidence is not None else None
+            assert (st.evidence is None) == (w is None)
+            if st.evidence is not None and w is not None:
+                assert st.evidence.reference == [] and len(st.evidence.support) == 1
+                assert st.evidence.worst() == w.model_copy(update={"span": "", "missing": [], "context_id": None,
+                                                                   "start": None, "end": None, "by": "none"})
         assert any(t.contexts for t in c.turns)  # the original is not changed
         assert Conversation.model_validate_json(held.full_json(c.key) or "") == c
         assert held.html_body(c.key) == conversation_body(c)
-        assert s.model_copy(update={"turns": c.turns}) == c  # only the contexts differ
+        assert s.model_copy(update={"turns": c.turns}) == c  # only the turns differ
     assert held.full_json(errored[0].key) is None and held.html_body(errored[0].key) is None
 
     whole, compact = tmp_path / "whole", tmp_path / "compact"
@@ -55,6 +63,13 @@ def test_reports_from_held_conversations_are_those_of_the_whole_ones(tmp_path: P
     )
     write_reports(compact, slim_outcome, held)
     assert _files(whole) == _files(compact)
+    if gate:  # the culprits quote the same sentences from slim copies (some quote one)
+        quoted = []
+        for row in outcome.gate or []:
+            got = culprits(row, slim_outcome.conversations)
+            assert got == culprits(row, outcome.conversations)
+            quoted += [c.quote for c in got if c.quote]
+        assert quoted and outcome.baseline_answers
     # and what decides the run reads no context: the suite metrics are the same from slim copies
     for suite in outcome.suites:
         mine = [c for c in slim_outcome.conversations if c.suite == suite]
@@ -173,3 +188,49 @@ def test_xdist_writes_the_same_conversations_with_their_contexts(toy: pytest.Pyt
         got.append(_without_latency(results(toy)))
     assert got[0] == got[1]
     assert all(t["contexts"] for c in got[1] for t in c["turns"])
+
+
+def test_the_spool_reads_back_what_it_stored_in_a_file_or_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from pytest_ragdive.run.held import Spool
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spool = Spool()
+    blobs = {f"k{i}": bytes([i]) * (1000 + i) for i in range(20)}
+    for k, b in blobs.items():
+        spool.put(k, b)
+    spool.put("k3", b"again")  # a key stored again: the later bytes
+    assert spool.get("k3") == b"again" and all(spool.get(k) == b for k, b in blobs.items() if k != "k3")
+    assert spool.get("nope") is None
+    assert spool._mem == {} and spool._fh is not None  # in the file, not the heap
+    assert list(tmp_path.iterdir()) == []  # an anonymous file: nothing left on disk, even if killed
+    spool.clear()
+    assert spool.get("k0") is None and spool._fh is None
+
+    def refuse(*a: object, **k: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    spool = Spool()
+    spool.put("a", b"xyz")
+    assert spool.get("a") == b"xyz" and spool._mem == {"a": b"xyz"}  # in memory: nothing lost
+
+
+def test_a_spool_whose_writes_fail_midway_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from pytest_ragdive.run.held import Spool
+
+    spool = Spool()
+    spool.put("first", b"1" * 100)
+    real = os.pwrite
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    spool.put("second", b"2" * 100)
+    monkeypatch.setattr(os, "pwrite", real)
+    spool.put("third", b"3" * 100)
+    assert [spool.get(k) for k in ("first", "second", "third")] == [b"1" * 100, b"2" * 100, b"3" * 100]
