@@ -92,6 +92,21 @@ def read_text(path: Path, error: type[UsageError] = UsageError) -> str:
         ) from None
 
 
+def read_input(path: Path, what: str, error: type[UsageError], missing: str) -> str:
+    """The text of an input file the plugin names as ``what`` ("ragdive baseline"); every
+    way it cannot be read is one ``error`` line that starts with ``what``: not there
+    (``missing`` follows the path: how to make it), not UTF-8 (its line, column and
+    byte: :func:`read_text`), or unreadable (the system's reason)."""
+    if not path.is_file():
+        raise error(f"{what} {path} not found{missing}")
+    try:
+        return read_text(path, error)
+    except error as e:
+        raise error(f"{what} {e}") from None
+    except OSError as e:
+        raise error(f"{what} {path} cannot be read: {str(e).splitlines()[0]}") from None
+
+
 @contextmanager
 def atomic_open(path: Path) -> Iterator[TextIO]:
     """A UTF-8 text file that replaces ``path`` when the block ends without an error:

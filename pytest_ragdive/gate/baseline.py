@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from pydantic import ValidationError
 
 from ..core.config import SUITE_NAME_RE
 from ..core.errors import BaselineError, cut, fault, one_line
-from ..core.paths import read_text
+from ..core.paths import atomic_open, read_input
 from ..core.records import Conversation
 from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, CustomMetric, SuiteResult
 from ..metrics.registry import BUILTINS, METRICS, TWIN_OF
@@ -29,16 +27,8 @@ def load_baseline(path: str | Path) -> Baseline:
     """Read and check a baseline file; any problem is a :class:`BaselineError`
     naming the file and the key."""
     path = Path(path)
-    if not path.is_file():
-        raise BaselineError(
-            f"ragdive baseline {path} not found: create it with --ragdive-update-baseline --ragdive-baseline={path}"
-        )
-    try:
-        text = read_text(path, BaselineError)
-    except BaselineError as e:  # not UTF-8: file:line, the byte and its column
-        raise BaselineError(f"ragdive baseline {e}") from None
-    except OSError as e:
-        raise BaselineError(f"ragdive baseline {path} cannot be read: {str(e).splitlines()[0]}") from None
+    text = read_input(path, "ragdive baseline", BaselineError,
+                      f": create it with --ragdive-update-baseline --ragdive-baseline={path}")
     if text.startswith("\ufeff"):
         raise BaselineError(
             fault(f"ragdive baseline {path}", "starts with a byte order mark (U+FEFF): save it as UTF-8 without one",
@@ -200,23 +190,12 @@ def dumps_baseline(baseline: Baseline) -> str:
 
 
 def write_baseline(path: Path, baseline: Baseline) -> None:
-    """Write atomically: a unique temporary file in the same directory, renamed
-    into place (concurrent writers never clash, a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps_baseline(baseline)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; a baseline is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically (:func:`~pytest_ragdive.core.paths.atomic_open`: a unique temporary
+    file in the same directory, renamed into place; concurrent writers never clash, a
+    reader never sees half a file)."""
+    text = dumps_baseline(baseline)  # before the file is opened: a record that cannot be dumped writes nothing
+    with atomic_open(path) as fh:
+        fh.write(text)
 
 
 # -- assertion helpers (public; the session gate uses the same checks) -------

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.records import Conversation, Turn
+from ..metrics.evidence import PARTIAL_SUPPORT
 from ..metrics.registry import METRICS
 from .outcome import RunOutcome
 from .paired import value_of
@@ -80,6 +81,11 @@ class Culprit(BaseModel):
     @property
     def key(self) -> str:
         return f"{self.suite}::{self.id}::run{self.run}"
+
+    @property
+    def quote_how(self) -> str:
+        """How far the quoted sentence is supported, in words: "unsupported" or "partly supported"."""
+        return "unsupported" if (self.quote_support or 0.0) < PARTIAL_SUPPORT else "partly supported"
 
 
 def _bad(metric: str, v: float, higher: bool) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from ..gate.outcome import RunOutcome
 from ..gate.ranking import Culprit, culprits
 from ..gate.rows import GateRow
-from ..metrics.evidence import PARTIAL_SUPPORT
 from ..metrics.registry import ARROW, METRICS
 from .html_bits import badge, cls, dl, e, f, g
 from .text import dimension, sorted_rows, where_text
@@ -150,7 +149,7 @@ def _culprit(c: Culprit) -> str:
         bits.append(f"drop {c.drop:.2f}" + (f" ({c.share:.0%} of the total drop)" if c.share else ""))
     text = f"<li>{_link(c)}: {', '.join(bits)}"
     if c.quote is not None:
-        how = "unsupported" if (c.quote_support or 0.0) < PARTIAL_SUPPORT else "partly supported"
+        how = c.quote_how
         return text + f'; turn {c.quote_turn}, {how}: <mark class="u-{"unsupported" if how == "unsupported" else "partial"}">' \
                       f"{e(c.quote)}</mark></li>"
     if c.reason_turn is not None:

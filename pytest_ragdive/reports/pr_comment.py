@@ -17,7 +17,6 @@ import os
 from ..gate.outcome import GateStatus, RunOutcome, rendering
 from ..gate.ranking import Culprit, culprits
 from ..gate.rows import GateRow
-from ..metrics.evidence import PARTIAL_SUPPORT
 from ..metrics.registry import ARROW
 from .markdown import _cell
 from .text import clip, sorted_rows, status_text, verdict_word
@@ -65,7 +64,7 @@ def conversation_text(found: list[Culprit]) -> str:
     quoted = [c for c in found if c.quote is not None]
     if quoted:
         c = min(quoted, key=lambda c: c.quote_support or 0.0)
-        how = "unsupported" if (c.quote_support or 0.0) < PARTIAL_SUPPORT else "partly supported"
+        how = c.quote_how
         return f"{values}; turn {c.quote_turn}, {how}: {clip(c.quote or '')!r}"
     reasons = [c for c in found if c.reason]
     if reasons:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ResultsError, one_line
-from ..core.paths import read_text
+from ..core.paths import read_input
 from ..core.records import Conversation, JudgeCalls, ValidationStats
 from ..core.results import AnswerConversation, CustomMetric, SuiteResult
 from ..gate.outcome import GateStatus, RunInfo, RunOutcome
@@ -22,14 +22,7 @@ from ..llm.stats import LLMStats
 
 
 def _load(path: Path) -> Any:
-    if not path.is_file():
-        raise ResultsError(f"ragdive results {path} not found (a run writes it to its report dir: --ragdive-report-dir)")
-    try:
-        text = read_text(path, ResultsError)
-    except ResultsError as err:  # not UTF-8: file:line, the byte and its column
-        raise ResultsError(f"ragdive results {err}") from None
-    except OSError as err:
-        raise ResultsError(f"ragdive results {path} cannot be read: {err}") from None
+    text = read_input(path, "ragdive results", ResultsError, " (a run writes it to its report dir: --ragdive-report-dir)")
     if path.suffix == ".jsonl":
         rows = []
         for n, line in enumerate(text.splitlines(), 1):

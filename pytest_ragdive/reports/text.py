@@ -13,7 +13,6 @@ from ..core.results import MetricValue, SuiteResult
 from ..gate.outcome import GateStatus, RunOutcome, rendering
 from ..gate.ranking import Culprit, culprits
 from ..gate.rows import GateRow
-from ..metrics.evidence import PARTIAL_SUPPORT
 from ..metrics.registry import ARROW, DIMENSIONS, METRICS
 from ..sharded.report import sharded_lines
 from .tables import text_table
@@ -101,7 +100,7 @@ def culprit_text(c: Culprit, metric: str, runs: bool = False) -> str:
         bits.append(f"drop {c.drop:.2f}" + (f", {c.share:.0%} of the total drop" if c.share else ""))
     text = f"{head}: {', '.join(bits)}"
     if c.quote is not None:
-        how = "unsupported" if (c.quote_support or 0.0) < PARTIAL_SUPPORT else "partly supported"
+        how = c.quote_how
         return text + f"; turn {c.quote_turn}, {how}: {clip(c.quote)!r}"
     if c.reason_turn is not None:
         return text + f"; turn {c.reason_turn}: {clip(c.reason)}"
