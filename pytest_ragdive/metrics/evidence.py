@@ -155,7 +155,7 @@ def reference_coverage(answer: str | None, ground_truth: str, rule: Rule = COVER
     for u in units:
         have |= _terms(u)
     out = []
-    for f in fact_evidence(facts, units, semantic=rule.semantic):
+    for f in fact_evidence(facts, units, semantic=rule.semantic, only_unsure=not rule.needs_cosine_when_lexical_full):
         covered = rule.score(f.lexical, f.cosine) if units else 0.0
         out.append(_record(Coverage, text=f.fact, covered=covered, missing=_words(f.fact, _terms(f.fact) - have)))
     return out

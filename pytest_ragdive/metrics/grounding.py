@@ -121,6 +121,12 @@ class Rule:
             return (lexical + sem) / 2
         return sem
 
+    @property
+    def needs_cosine_when_lexical_full(self) -> bool:
+        """Whether a unit (or fact) whose terms the sources hold in full still needs its
+        cosine: not under ``max`` (its support is 1 either way), so the model is not asked."""
+        return self.combine != "max"
+
     def label(self) -> str:
         """A short name for tables: ``max 0.50-0.80``, ``lexical``; ``cap 12`` when capped."""
         core = "lexical" if not self.semantic else f"{self.combine} {self.floor:.2f}-{self.full:.2f}"
@@ -181,33 +187,46 @@ class FactEvidence:
 
 
 def unit_evidence(
-    units: Sequence[str], contexts: Iterable[ContextLike], conversation: Sequence[str] = (), *, semantic: bool = True
+    units: Sequence[str], contexts: Iterable[ContextLike], conversation: Sequence[str] = (), *, semantic: bool = True,
+    only_unsure: bool = False,
 ) -> list[UnitEvidence | None]:
     """The evidence of each unit (None for a unit without a term); ``semantic=False``
-    leaves the model out (every cosine None). Cached: a turn's faithfulness, strict
+    leaves the model out (every cosine None). ``only_unsure``: ask the model only for the
+    units the contexts do not hold in full (lexical share below 1), the others keep
+    cosine None: under a ``max`` rule their support is 1 whatever the cosine
+    (:meth:`Rule.needs_cosine_when_lexical_full`). Cached: a turn's faithfulness, strict
     faithfulness and grounded units ask for the same evidence."""
-    return list(_unit_evidence(tuple(units), tuple(_context_text(c) for c in contexts), tuple(conversation), semantic))
+    texts = tuple(_context_text(c) for c in contexts)
+    return list(_unit_evidence(tuple(units), texts, tuple(conversation), semantic, only_unsure))
 
 
 @lru_cache(maxsize=1024)
 def _unit_evidence(
-    units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool
+    units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool, only_unsure: bool
 ) -> tuple[UnitEvidence | None, ...]:
     prep = prepare(texts)
     conv = [c for c in conversation if _terms(c)]
     keep = [u for u in units if _terms(u)]
-    exact = [exact_terms(u) for u in keep]
-    best = guarded_best(keep, exact, prep.windows) if semantic else [(None, None)] * len(keep)
-    conv_sims = guarded_cosines(keep, exact, conv) if semantic else None
+    lexicals = [len(_terms(u) & prep.union) / len(_terms(u)) for u in keep]
+    ask = [i for i in range(len(keep)) if semantic and not (only_unsure and lexicals[i] >= 1.0)]
+    asked, exact = [keep[i] for i in ask], [exact_terms(keep[i]) for i in ask]
+    best: list[tuple[float | None, Window | None]] = [(None, None)] * len(keep)
+    for i, b in zip(ask, guarded_best(asked, exact, prep.windows), strict=True):
+        best[i] = b
+    sims = guarded_cosines(asked, exact, conv) if asked else None
+    row = {i: r for r, i in enumerate(ask)}
     by_unit: dict[str, UnitEvidence] = {}
     for i, unit in enumerate(keep):
         terms = _terms(unit)
-        lexical = len(terms & prep.union) / len(terms)
-        # the sentence holding most of the unit's terms (for Support.span; none without any)
-        lex_window = None if not lexical else max(prep.sentences, key=lambda w: len(terms & w.terms), default=None)
+        lexical = lexicals[i]
+        # the sentence holding most of the unit's terms, the most specific of those (fewest other
+        # terms; for Support.span; none without any)
+        lex_window = None if not lexical else max(
+            prep.sentences, key=lambda w: (len(terms & w.terms), -len(w.terms)), default=None)
         per_conv = []
+        r = row.get(i)
         for j, c in enumerate(conv):
-            cos = None if conv_sims is None or conv_sims[i, j] == float("-inf") else float(conv_sims[i, j])
+            cos = None if sims is None or r is None or sims[r, j] == float("-inf") else float(sims[r, j])
             per_conv.append((len(terms & _terms(c)) / len(terms), cos))
         cos, window = best[i]
         by_unit[unit] = UnitEvidence(
@@ -240,7 +259,9 @@ def unit_supports(
 ) -> list[Support]:
     """The support of each asserted unit of ``answer`` (citation markers stripped) that has a term."""
     units = asserted_units(strip_citations(answer))
-    return [support(ev, rule) for ev in unit_evidence(units, contexts, conversation, semantic=rule.semantic) if ev]
+    evidence = unit_evidence(units, contexts, conversation, semantic=rule.semantic,
+                             only_unsure=not rule.needs_cosine_when_lexical_full)
+    return [support(ev, rule) for ev in evidence if ev]
 
 
 def faithfulness_of(supports: Sequence[Support]) -> float:
@@ -278,27 +299,31 @@ def grounded_units(answer: str | None, contexts: Iterable[ContextLike], rule: Ru
 # --------------------------------------------------------------------------- coverage
 
 
-def fact_evidence(facts: Sequence[str], answer_units: Sequence[str], *, semantic: bool = True) -> list[FactEvidence]:
+def fact_evidence(
+    facts: Sequence[str], answer_units: Sequence[str], *, semantic: bool = True, only_unsure: bool = False
+) -> list[FactEvidence]:
     """How far the answer's units hold each fact (facts without a term are left out; cached:
-    the forgetfulness probe asks again)."""
-    return list(_fact_evidence(tuple(facts), tuple(answer_units), semantic))
+    the forgetfulness probe asks again). ``only_unsure``: as for :func:`unit_evidence`."""
+    return list(_fact_evidence(tuple(facts), tuple(answer_units), semantic, only_unsure))
 
 
 @lru_cache(maxsize=1024)
-def _fact_evidence(facts: tuple[str, ...], answer_units: tuple[str, ...], semantic: bool) -> tuple[FactEvidence, ...]:
+def _fact_evidence(
+    facts: tuple[str, ...], answer_units: tuple[str, ...], semantic: bool, only_unsure: bool
+) -> tuple[FactEvidence, ...]:
     keep = [f for f in facts if _terms(f)]
     have: set[str] = set()
     for u in answer_units:
         have |= _terms(u)
+    lexicals = [len(_terms(f) & have) / len(_terms(f)) for f in keep]
+    ask = [i for i in range(len(keep)) if semantic and not (only_unsure and lexicals[i] >= 1.0)]
     # one source for all the answer's units (adjacent ones pair up); the span counts units
-    windows = windows_of([(0, i, i + 1, u) for i, u in enumerate(answer_units) if _terms(u)])
-    exact = [exact_terms(f) for f in keep]
-    best = guarded_best(keep, exact, windows) if semantic else [(None, None)] * len(keep)
-    out = []
-    for f, (cos, _) in zip(keep, best, strict=True):
-        terms = _terms(f)
-        out.append(FactEvidence(f, len(terms), len(terms & have) / len(terms), cos))
-    return tuple(out)
+    windows = windows_of([(0, i, i + 1, u) for i, u in enumerate(answer_units) if _terms(u)]) if ask else []
+    cosines: list[float | None] = [None] * len(keep)
+    asked = [keep[i] for i in ask]
+    for i, (cos, _) in zip(ask, guarded_best(asked, [exact_terms(f) for f in asked], windows), strict=True):
+        cosines[i] = cos
+    return tuple(FactEvidence(f, len(_terms(f)), lexicals[i], cosines[i]) for i, f in enumerate(keep))
 
 
 def coverage_of(facts: Sequence[FactEvidence], rule: Rule) -> float:
@@ -331,7 +356,8 @@ def coverage(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RULE) 
     if is_abstention(answer):
         return 0.0
     units = asserted_units(strip_citations(answer or ""))
-    return coverage_of(fact_evidence(facts, units, semantic=rule.semantic), rule)
+    evidence = fact_evidence(facts, units, semantic=rule.semantic, only_unsure=not rule.needs_cosine_when_lexical_full)
+    return coverage_of(evidence, rule)
 
 
 def correctness(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RULE) -> float | None:

@@ -182,3 +182,41 @@ def test_courtesy_is_not_content() -> None:
     got, want = score_turn(polite), score_turn(plain)
     for m in ("faithfulness", "correctness", "answer_f1", "exact_match", "answer_attempt_rate"):
         assert got[m] == want[m], m
+
+
+def test_under_max_a_unit_the_contexts_hold_in_full_does_not_ask_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit (or fact) whose terms the contexts hold in full has support 1 under a ``max``
+    rule whatever its cosine: the model is asked only for the others, and every score is the
+    one the model asked for every unit gives."""
+    from pytest_ragdive.metrics import grounding, windows
+
+    full = "Refunds are issued within 14 days."
+    para = "Refunds go back to the card you paid with, within 14 days."
+    ev_full, ev_para = unit_evidence([full, para], CTX, only_unsure=True)
+    assert ev_full is not None and ev_full.lexical == 1.0 and ev_full.cosine is None
+    assert ev_para is not None and ev_para.cosine is not None
+    asked: list[list[str]] = []
+    real = windows.guarded_best
+    monkeypatch.setattr(grounding, "guarded_best", lambda texts, *a: asked.append(list(texts)) or real(texts, *a))
+    grounding._unit_evidence.cache_clear()
+    grounding._fact_evidence.cache_clear()
+    answer = f"{full} {para}"
+    got = [s.score for s in unit_supports(answer, CTX, ["Exchanges are free in store."])]
+    assert asked == [[para]]  # the fully held unit was not embedded
+    every = [support(ev, SUPPORT_RULE).score for ev in unit_evidence([full, para], CTX, ["Exchanges are free in store."]) if ev]
+    # the same scores (to float32 rounding: the model embeds a batch of another size)
+    assert got == pytest.approx(every, abs=1e-6) and got[0] == 1.0
+    asked.clear()
+    truth = "Refunds are issued within 14 days. The Pro plan costs $12 per month."
+    got_cov = coverage(full, truth)
+    assert asked == [["The Pro plan costs $12 per month."]]  # the fact the answer holds in full was not embedded
+    facts = ["Refunds are issued within 14 days.", "The Pro plan costs $12 per month."]
+    every_cov = grounding.coverage_of(grounding.fact_evidence(facts, [full]), COVERAGE_RULE)
+    assert got_cov == pytest.approx(every_cov, abs=1e-6) and 0.3 < got_cov < 1.0
+    # a rule that reads the cosine of every unit still asks for all of them
+    mean = Rule("mean", 0.5, 0.9)
+    assert mean.needs_cosine_when_lexical_full and not SUPPORT_RULE.needs_cosine_when_lexical_full
+    asked.clear()
+    grounding._unit_evidence.cache_clear()
+    unit_supports(answer, CTX, (), mean)
+    assert asked == [[full, para]]
