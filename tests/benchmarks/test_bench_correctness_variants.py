@@ -57,7 +57,7 @@ def test_every_family_keeps_the_plain_value_at_its_null_and_moves_it_otherwise()
 
 
 def test_main_prints_the_families_out_of_fold(tmp_path: Path, capsys: Any) -> None:
-    sys.argv = ["bench", "--data", str(_file(tmp_path)), "--resamples", "20"]
+    sys.argv = ["bench", "--data", str(_file(tmp_path)), "--resamples", "20", "--splits", "7,11", "--folds", "3"]
     bench.main()
     out = capsys.readouterr().out
     for family in ("plain", "passages", "idf", "question", "partial", "length", "soft", "all"):
