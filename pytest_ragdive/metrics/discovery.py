@@ -21,19 +21,38 @@ import importlib
 import sys
 from collections.abc import Iterable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.errors import ConfigError, MetricError
 from .registry import BUILTINS, MetricClash, MetricRegistry, MetricSpec, declared_in
 
 if TYPE_CHECKING:
-    from ..core.config import RagdiveConfig
     from ..core.config_models import JudgeConfig
+
+
+class ConfigLike(Protocol):
+    """What discovery reads of a run's config (:class:`~pytest_ragdive.core.config.RagdiveConfig`,
+    which builds its registry here: a protocol, so that this module does not import it)."""
+
+    @property
+    def judges(self) -> dict[str, JudgeConfig]: ...
+
+    @property
+    def metric_modules(self) -> list[str]: ...
+
+    @property
+    def gate(self) -> dict[str, float]: ...
+
+    @property
+    def source(self) -> str | None: ...
+
+    @property
+    def base_dir(self) -> str: ...
 
 ENTRY_POINT_GROUP = "pytest_ragdive.metrics"
 
 
-def build_registry(cfg: RagdiveConfig, sources: Iterable[object] = ()) -> MetricRegistry:
+def build_registry(cfg: ConfigLike, sources: Iterable[object] = ()) -> MetricRegistry:
     """The registry of a run of ``cfg``; ``sources``: modules, decorated functions or lists
     of them the caller found (conftest.py modules, run_suite's ``metrics``), and
     :class:`MetricSpec` records of metrics a result file recorded (adopted where no source
@@ -56,7 +75,7 @@ def build_registry(cfg: RagdiveConfig, sources: Iterable[object] = ()) -> Metric
     return registry
 
 
-def check_gate_names(cfg: RagdiveConfig, registry: MetricRegistry) -> None:
+def check_gate_names(cfg: ConfigLike, registry: MetricRegistry) -> None:
     """Every gate tolerance names a metric of the registry (one line, the config file and key)."""
     for name in cfg.gate:
         if name not in registry:
@@ -67,7 +86,7 @@ def check_gate_names(cfg: RagdiveConfig, registry: MetricRegistry) -> None:
             )
 
 
-def rubric_spec(name: str, judge: JudgeConfig, cfg: RagdiveConfig) -> MetricSpec:
+def rubric_spec(name: str, judge: JudgeConfig, cfg: ConfigLike) -> MetricSpec:
     """The metric a rubric judge of the config defines (higher is better: its criteria met)."""
     criteria = " ".join(judge.criteria.split())
     short = criteria if len(criteria) <= 160 else criteria[:157] + "..."
@@ -79,12 +98,12 @@ def rubric_spec(name: str, judge: JudgeConfig, cfg: RagdiveConfig) -> MetricSpec
     )
 
 
-def _on_path(cfg: RagdiveConfig) -> None:
+def _on_path(cfg: ConfigLike) -> None:
     if cfg.base_dir not in sys.path:
         sys.path.insert(0, cfg.base_dir)
 
 
-def _import(module: str, cfg: RagdiveConfig) -> Any:
+def _import(module: str, cfg: ConfigLike) -> Any:
     _on_path(cfg)
     try:
         return importlib.import_module(module)
@@ -95,7 +114,7 @@ def _import(module: str, cfg: RagdiveConfig) -> Any:
         ) from None
 
 
-def _resolve(spec: str, cfg: RagdiveConfig, key: str) -> Any:
+def _resolve(spec: str, cfg: ConfigLike, key: str) -> Any:
     """``module:function``, imported with the config's directory on sys.path."""
     mod_name, _, attr = spec.partition(":")
     _on_path(cfg)

@@ -65,12 +65,13 @@ class _Collecting:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """No item runs without a target: one line, exit 4 (not one error per item)."""
         from ..core.errors import UsageError
+        from .items import RagdiveItem
         from .preflight import check_items
 
         if session.config.option.collectonly:
             return
         try:
-            check_items(self.sess, session.items)
+            check_items(self.sess, next((i for i in session.items if isinstance(i, RagdiveItem)), None))
         except UsageError as e:
             if hasattr(session.config, "workerinput"):
                 # an xdist worker: an error here (or pytest.exit later) would crash it; it runs

@@ -76,11 +76,9 @@ def _spec(target: Any) -> str:
     return repr(target)
 
 
-def check_items(sess: RagdiveSession, items: list[pytest.Item]) -> None:
-    """Some fixture gives ``ragdive_target`` to the conversation items (raises a UsageError)."""
-    from .items import RagdiveItem
-
-    first = next((i for i in items if isinstance(i, RagdiveItem)), None)
+def check_items(sess: RagdiveSession, first: pytest.Function | None) -> None:
+    """Some fixture gives ``ragdive_target`` to the conversation items (``first``: the first
+    of them, None when none was collected; raises a UsageError)."""
     if first is None or sess.cfg.target is not None:
         return
     defs = first._fixtureinfo.name2fixturedefs.get("ragdive_target") or ()

@@ -45,12 +45,43 @@ Content words are compared after SQuAD normalisation and a light plural/verb-end
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from ..metrics.text import STOPWORDS, normalize_answer, tokens
 
-if TYPE_CHECKING:
-    from .questions import ShardedQuestion
+
+class ShardLike(Protocol):
+    """What the checks read of one shard (:class:`~pytest_ragdive.sharded.questions.Shard`)."""
+
+    @property
+    def shard_id(self) -> int: ...
+
+    @property
+    def shard(self) -> str: ...
+
+
+class QuestionLike(Protocol):
+    """What the checks read of a sharded question
+    (:class:`~pytest_ragdive.sharded.questions.ShardedQuestion`, which imports this module)."""
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def answer(self) -> str: ...
+
+    @property
+    def supporting_doc_ids(self) -> list[str]: ...
+
+    @property
+    def shards(self) -> Sequence[ShardLike]: ...
+
+    @property
+    def references(self) -> list[str]: ...
+
+    @property
+    def intermediate_entities(self) -> list[str]: ...
 
 __all__ = [
     "ALLOWED_WORDS",
@@ -142,7 +173,7 @@ def _words(runs: list[list[str]]) -> list[str]:
     return list(dict.fromkeys(w for run in runs for w in run))
 
 
-def preservation(q: ShardedQuestion) -> tuple[float, list[str]]:
+def preservation(q: QuestionLike) -> tuple[float, list[str]]:
     """(share of the question's distinct content words that some shard states, the words no
     shard states): CONCAT's information preservation, offline (1.0 for a question without
     content words)."""
@@ -152,11 +183,11 @@ def preservation(q: ShardedQuestion) -> tuple[float, list[str]]:
     return (1.0 - len(missing) / len(asked) if asked else 1.0), missing
 
 
-def _ordered(q: ShardedQuestion) -> list[tuple[int, str]]:
+def _ordered(q: QuestionLike) -> list[tuple[int, str]]:
     return [(s.shard_id, s.shard) for s in sorted(q.shards, key=lambda s: s.shard_id)]
 
 
-def check_question(q: ShardedQuestion) -> list[str]:
+def check_question(q: QuestionLike) -> list[str]:
     """Every certain violation (structure and P1-P6 errors), one message each (empty when it passes)."""
     problems = _structure(q)
     shards = _ordered(q)
@@ -200,7 +231,7 @@ def check_question(q: ShardedQuestion) -> list[str]:
     return problems
 
 
-def _structure(q: ShardedQuestion) -> list[str]:
+def _structure(q: QuestionLike) -> list[str]:
     problems: list[str] = []
     if not tokens(q.question):
         problems.append("question is empty")
@@ -226,7 +257,7 @@ def _structure(q: ShardedQuestion) -> list[str]:
     return problems
 
 
-def _intent(q: ShardedQuestion, shards: list[tuple[int, str]]) -> list[str]:
+def _intent(q: QuestionLike, shards: list[tuple[int, str]]) -> list[str]:
     """P3's certain part: the first shard asks what the question asks, and not all of it."""
     out: list[str] = []
     first_id, first = shards[0]
@@ -239,7 +270,7 @@ def _intent(q: ShardedQuestion, shards: list[tuple[int, str]]) -> list[str]:
     return out
 
 
-def flag_question(q: ShardedQuestion) -> list[str]:
+def flag_question(q: QuestionLike) -> list[str]:
     """The likely violations a person should look at (see the module docstring)."""
     flags: list[str] = []
     shards = _ordered(q)
