@@ -15,12 +15,17 @@ traceback. The session checks, once:
 
 Each failure is one line naming the key, the variable or the file; the plugin
 turns it into pytest's usage error (exit code 4). Imports nothing heavy.
+
+The checks read the session through :class:`SessionLike` and return what they find
+(:class:`Findings`: notes, the baseline to gate against); the session applies it. So
+this module never imports :mod:`.session` (which calls it).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.errors import ConfigError, TargetError, UsageError
 from ..core.paths import check_writable
@@ -28,9 +33,37 @@ from ..core.paths import check_writable
 if TYPE_CHECKING:
     import pytest
 
-    from .session import RagdiveSession
+    from ..core.config import RagdiveConfig
+    from ..core.results import Baseline
+    from ..run.planning import Plan
 
-__all__ = ["TargetSetupError", "check_config", "check_items", "check_modes"]
+__all__ = ["Findings", "SessionLike", "TargetSetupError", "check_config", "check_items", "check_modes"]
+
+
+class SessionLike(Protocol):
+    """What the checks read of the session (:class:`~pytest_ragdive.plugin.session.RagdiveSession`)."""
+
+    cfg: RagdiveConfig
+    config: pytest.Config
+
+    def plans(self) -> list[Plan]: ...
+
+    def default_target(self) -> Any: ...
+
+    def existing_baseline(self) -> Baseline | None: ...
+
+    def backend_name(self) -> str: ...
+
+    def judge_models(self) -> dict[str, str]: ...
+
+
+@dataclass
+class Findings:
+    """What :func:`check_modes` found that the session keeps: notes for the report and the
+    baseline to gate against (read and checked once, here)."""
+
+    notes: list[str] = field(default_factory=list)
+    baseline: Baseline | None = None
 
 
 class TargetSetupError(ConfigError):
@@ -43,7 +76,7 @@ NO_TARGET = (
 )
 
 
-def check_config(sess: RagdiveSession) -> None:
+def check_config(sess: SessionLike) -> None:
     """The target the config names and the LLM key, before anything runs (raises a UsageError)."""
     cfg = sess.cfg
     if cfg.target is not None and not cfg.estimate:
@@ -76,7 +109,7 @@ def _spec(target: Any) -> str:
     return repr(target)
 
 
-def check_items(sess: RagdiveSession, first: pytest.Function | None) -> None:
+def check_items(sess: SessionLike, first: pytest.Function | None) -> None:
     """Some fixture gives ``ragdive_target`` to the conversation items (``first``: the first
     of them, None when none was collected; raises a UsageError)."""
     if first is None or sess.cfg.target is not None:
@@ -94,11 +127,13 @@ def _is_plugin_default(func: Any) -> bool:
     return getattr(func, "__module__", "") == "pytest_ragdive.plugin.hooks" and getattr(func, "__name__", "") == "ragdive_target"
 
 
-def check_modes(sess: RagdiveSession) -> None:
+def check_modes(sess: SessionLike) -> Findings:
     """Every set-up check of an active session, before collection: the suites, the extras the
     config needs, the golden data (planning), the target and the LLM key (:func:`check_config`), the
-    baseline and report paths. Each failure is a usage error (one line, exit 4)."""
+    baseline and report paths. Each failure is a usage error (one line, exit 4); what passes is
+    returned (the notes of an overwritten baseline, the baseline to gate against)."""
     cfg = sess.cfg
+    found = Findings()
     if not cfg.suites:
         raise UsageError(
             f"ragdive config error in {cfg.source}: no suites configured "
@@ -135,7 +170,7 @@ def check_modes(sess: RagdiveSession) -> None:
     if hasattr(sess.config, "workerinput"):
         # an xdist worker runs conversations and never concludes: the controller has checked
         # the baseline already (before any worker started), and only the controller holds it
-        return
+        return found
     check_writable(  # the controller writes; check before anything runs
         cfg.path(cfg.report_dir) if cfg.report_dir else None,
         cfg.path(cfg.baseline) if cfg.update_baseline and cfg.baseline else None,
@@ -146,6 +181,10 @@ def check_modes(sess: RagdiveSession) -> None:
             from ..gate.preconditions import check_overwrite
 
             path = cfg.path(cfg.baseline)
-            sess.notes += check_overwrite(cfg, path, existing, sess.backend_name(), sess.judge_models())
+            found.notes += check_overwrite(cfg, path, existing, sess.backend_name(), sess.judge_models())
     if cfg.baseline and not cfg.update_baseline:
-        sess.baseline = sess.baseline_to_gate(cfg.path(cfg.baseline))
+        from ..gate.preconditions import gate_baseline
+
+        found.baseline, notes = gate_baseline(cfg, cfg.path(cfg.baseline), sess.backend_name())
+        found.notes += notes
+    return found

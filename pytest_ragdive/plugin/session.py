@@ -89,7 +89,9 @@ class RagdiveSession:
         if self.active:
             from .preflight import check_modes
 
-            check_modes(self)
+            found = check_modes(self)
+            self.notes += found.notes
+            self.baseline = found.baseline
         return self
 
     def use_metrics(self, registry: MetricRegistry) -> None:
@@ -101,13 +103,6 @@ class RagdiveSession:
         if self._metrics_token is None:  # the first: what the clean-up restores
             self._metrics_token = token
             self.config.add_cleanup(lambda: deactivate(token))
-
-    def baseline_to_gate(self, path: Path) -> Baseline:
-        from ..gate.preconditions import gate_baseline
-
-        baseline, notes = gate_baseline(self.cfg, path, self.backend_name())
-        self.notes += notes
-        return baseline
 
     def backend_name(self) -> str:
         if not self.cfg.llm_enabled():

@@ -43,11 +43,12 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The modules of the package that ``module`` imports (anywhere in its code)."""
+def imports_of(module: str, path: Path, modules: dict[str, Path], *, type_checking: bool = False) -> set[str]:
+    """The modules of the package that ``module`` imports (anywhere in its code; ``type_checking``:
+    those under ``if TYPE_CHECKING:`` too)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
-    skipped = _type_checking_only(tree)
+    skipped = set() if type_checking else _type_checking_only(tree)
     found: set[str] = set()
 
     def resolve(name: str) -> str | None:
@@ -84,9 +85,9 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+def import_graph(root: Path, package: str, *, type_checking: bool = False) -> dict[str, set[str]]:
     modules = module_names(root, package)
-    return {m: imports_of(m, p, modules) for m, p in modules.items()}
+    return {m: imports_of(m, p, modules, type_checking=type_checking) for m, p in modules.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -139,6 +140,16 @@ def describe(comps: list[list[str]], graph: dict[str, set[str]]) -> str:
 def test_pytest_ragdive_has_no_import_cycles() -> None:
     graph = import_graph(PACKAGE_DIR, "pytest_ragdive")
     assert "pytest_ragdive.llm.client" in graph and "pytest_ragdive.metrics.judged.cascade" in graph
+    found = cycles(graph)
+    assert not found, describe(found, graph)
+
+
+def test_no_import_cycle_counting_type_checking_imports() -> None:
+    """The stricter reading (the project's before-stop check): an import under ``if TYPE_CHECKING:``
+    counts too. plugin.preflight returns what it finds (Findings) and reads the session through a
+    protocol, so it no longer imports plugin.session, which calls it (issue 32)."""
+    graph = import_graph(PACKAGE_DIR, "pytest_ragdive", type_checking=True)
+    assert "pytest_ragdive.plugin.session" not in graph["pytest_ragdive.plugin.preflight"]
     found = cycles(graph)
     assert not found, describe(found, graph)
 
