@@ -155,6 +155,10 @@ class _Concluding:
             completed = not session.shouldstop and not session.shouldfail
             return result
         except KeyboardInterrupt as e:
+            from .interrupts import TERMINATED_NOTE, Terminated
+
+            if isinstance(e, Terminated) and TERMINATED_NOTE not in self.sess.notes:
+                self.sess.notes.append(TERMINATED_NOTE)
             if session.config.option.fulltrace:
                 raise
             # pytest formats the whole traceback of an interrupt (it prints one line of it): from

@@ -109,10 +109,12 @@ def test_the_guard_only_replaces_pythons_default_handler() -> None:
         pass
 
     signal.signal(signal.SIGINT, own)
+    guard = InterruptGuard()
     try:
-        assert not InterruptGuard().install()
+        assert not guard.install()
         assert signal.getsignal(signal.SIGINT) is own
     finally:
+        guard.uninstall()
         signal.signal(signal.SIGINT, before)
 
 
