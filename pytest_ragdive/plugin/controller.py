@@ -100,6 +100,7 @@ class _Concluding:
 
     sess: RagdiveSession
     guard: InterruptGuard | None = None
+    ends_on_setup_error = True  # (the xdist controller ends it its own way: its workers name the mistake)
 
     @pytest.hookimpl(trylast=True)  # after the terminal reporter wrote the item's status
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -175,6 +176,10 @@ class _Concluding:
                         session.testsfailed += 1
             finally:
                 self.sess.close()
+            if self.sess.setup_error and self.ends_on_setup_error:
+                # a set-up mistake an item found (RagdiveSession.setup_mistake): the preflight's
+                # path, one ERROR: line and exit 4
+                raise pytest.UsageError(self.sess.setup_error)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.close()
@@ -297,6 +302,8 @@ class DistWorker(_Collecting):
 
 class DistController(_Concluding):
     """The xdist controller: runs nothing itself; merges what the workers send."""
+
+    ends_on_setup_error = False
 
     def __init__(self, sess: RagdiveSession) -> None:
         self.sess = sess

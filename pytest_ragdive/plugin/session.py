@@ -156,6 +156,7 @@ class RagdiveSession:
     def result_for(self, plan: Plan, target: Any, item: pytest.Item | None = None) -> Conversation:
         """Run (or fetch the prefetched run of) one planned conversation."""
         if self._target is None:
+            self._check_target(target, item)
             self._target = self._wrap(target)
         atarget = self._target
         try:
@@ -168,7 +169,7 @@ class RagdiveSession:
                 conv = self.progress.wait(fut, deadline=self.deadline_at)
             else:
                 conv = fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
-            self._check_first_reply(target)
+            self._check_first_reply(target, item)
             return conv
         except concurrent.futures.TimeoutError:
             fut.cancel()
@@ -195,16 +196,42 @@ class RagdiveSession:
         p = self.pipeline
         return as_async(target, self.cfg.target_timeout_s, secrets=p.secrets, calls=p.calls)
 
-    def _check_first_reply(self, target: Any) -> None:
-        """An HTTP target whose first reply does not fit the configured paths: a set-up
-        mistake; stop the session with that one line (exit 4) rather than fail every item."""
+    def _check_target(self, target: Any, item: pytest.Item | None) -> None:
+        """What the ``ragdive_target`` fixture gave, at its first use: None (a fixture that
+        forgot its ``return``) or something not callable is a set-up mistake."""
+        if target is None:
+            self.setup_mistake(
+                "ragdive setup error: the ragdive_target fixture returned None (a missing `return`?): "
+                "return your chatbot from it (a callable taking the messages, or pytest_ragdive.http_target(...))",
+                item,
+            )
+        elif not callable(target):
+            self.setup_mistake(
+                f"ragdive setup error: the ragdive_target fixture returned a {type(target).__name__}, not callable: "
+                "return your chatbot from it (a callable taking the messages, or pytest_ragdive.http_target(...))",
+                item,
+            )
+
+    def _check_first_reply(self, target: Any, item: pytest.Item | None) -> None:
+        """An HTTP target whose first call could not get through (refused, 401/403) or whose
+        first reply does not fit the configured paths: a set-up mistake; stop the session with
+        that one line (exit 4) rather than fail every item."""
         err = getattr(target, "first_reply_error", None)
         if isinstance(err, str) and err:
-            self.setup_error = f"ragdive setup error: {err}"
-            if hasattr(self.config, "workerinput"):  # an xdist worker: the controller ends the session
-                pytest.skip("not run: a set-up mistake (the controller names it)")
-            self.close()
-            pytest.exit(self.setup_error, returncode=pytest.ExitCode.USAGE_ERROR)
+            self.setup_mistake(f"ragdive setup error: {err}", item)
+
+    def setup_mistake(self, message: str, item: pytest.Item | None) -> None:
+        """Stop the session on a set-up mistake found once the run started: this item is not
+        run, no other item runs, and the run ends as the preflight's do (one ``ERROR:`` line,
+        exit 4: the role raises the usage error once the test loop stops). Raises."""
+        self.setup_error = message
+        if hasattr(self.config, "workerinput"):  # an xdist worker: the controller ends the session
+            pytest.skip("not run: a set-up mistake (the controller names it)")
+        self.close()
+        if item is None:
+            raise UsageError(message)
+        item.session.shouldstop = "ragdive: a set-up mistake (named below)"
+        pytest.skip("not run: a set-up mistake (named below)")
 
     def _deadline_reached(self, item: pytest.Item | None) -> None:
         """Stop the session after this item; the run ends as an interrupted one."""

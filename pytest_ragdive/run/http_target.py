@@ -13,7 +13,10 @@ config gives that matches nothing in a reply (``doc_id = "meta.source"`` where t
 reply has ``metadata.source``) is a :class:`ReplyShapeError` naming the path and the
 keys the reply has there, never a silent null. The first reply that does not fit is
 kept as :attr:`HttpTarget.first_reply_error`: the session stops there (a set-up
-mistake, exit 4) instead of failing every conversation the same way. 429, 5xx and
+mistake, exit 4) instead of failing every conversation the same way. So is a
+refused connection (after its retries) or an HTTP 401/403 before any call got
+through: the bot is not running at that URL, or the token is wrong; the calls
+after it fail at once with the same line. 429, 5xx and
 refused or reset connections are retried ``retries`` times (exponential
 backoff, ``Retry-After`` honoured up to 30 s); anything else fails the turn at
 once with one line naming the status and the start of the reply. The URL in a
@@ -50,6 +53,14 @@ _MISSING = object()
 class ReplyShapeError(TargetError):
     """A reply that does not fit the configured paths (``answer``, ``contexts``,
     ``citations``, ``context_fields``): one line naming the path and the keys found."""
+
+
+class _SetupMistake(TargetError):
+    """A call that cannot get through (refused, 401/403): a set-up mistake when no call has yet."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def public_url(url: str) -> str:
@@ -134,7 +145,15 @@ class HttpTarget:
     # -- one turn ------------------------------------------------------------
     def __call__(self, messages: History) -> TargetResponse:
         body = json.dumps(render_request(self.settings.request, messages), ensure_ascii=False).encode("utf-8")
-        status, ctype, raw = self._post(body)
+        if self.first_reply_error is not None and self._replies == 0:  # set-up mistake: no call gets through
+            raise TargetError(self.first_reply_error)
+        try:
+            status, ctype, raw = self._post(body)
+        except _SetupMistake as e:
+            with self._lock:
+                if self._replies == 0 and self.first_reply_error is None:
+                    self.first_reply_error = f"{e} ({e.hint})"
+            raise TargetError(str(e)) from None
         try:
             reply = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -164,6 +183,7 @@ class HttpTarget:
         if self._opener is None:
             self._opener = _opener()
         attempts = self.settings.retries + 1
+        refused = False
         for attempt in range(attempts):
             url, hops = self._url, 0
             retry_after: float | None = None
@@ -182,23 +202,36 @@ class HttpTarget:
                             raise TargetError(f"{self.where}: more than {MAX_REDIRECTS} redirects") from None
             except urllib.error.HTTPError as e:
                 raw = e.read() if e.fp is not None else b""
+                if e.code in (401, 403):
+                    raise _SetupMistake(
+                        f"{self.where} answered HTTP {e.code} {e.reason}: {self._excerpt(raw)}",
+                        "the first call: check the token or credentials in the target's headers or URL",
+                    ) from None
                 if e.code not in RETRY_STATUS and not (500 <= e.code < 600 and e.code != 501):
                     raise TargetError(f"{self.where} answered HTTP {e.code} {e.reason}: {self._excerpt(raw)}") from None
                 why = f"HTTP {e.code} {e.reason}: {self._excerpt(raw)}"
+                refused = False
                 retry_after = _retry_after(e.headers.get("Retry-After") if e.headers else None)
             except urllib.error.URLError as e:
                 reason = e.reason
                 if not isinstance(reason, (ConnectionRefusedError, ConnectionResetError)):
                     raise TargetError(f"{self.where}: cannot connect: {reason}") from None
                 why = f"cannot connect: {reason}"
+                refused = isinstance(reason, ConnectionRefusedError)
             except (ConnectionResetError, ConnectionRefusedError) as e:
                 why = f"connection failed: {e}"
+                refused = isinstance(e, ConnectionRefusedError)
             except TimeoutError:
                 raise TargetError(f"{self.where} did not answer within {self.timeout_s:g} s") from None
             except http.client.HTTPException as e:
                 raise TargetError(f"{self.where}: broken HTTP reply: {type(e).__name__}: {e}") from None
             if attempt + 1 < attempts:
                 self._sleep(retry_after if retry_after is not None else min(0.5 * 2**attempt, 8.0))
+        if refused:
+            raise _SetupMistake(
+                f"{self.where} still failing after {attempts} attempt(s): {why}",
+                "the first call: is the bot running at this URL?",
+            )
         raise TargetError(f"{self.where} still failing after {attempts} attempt(s): {why}")
 
     def _redirect(self, url: str, code: int, location: str | None) -> str:
