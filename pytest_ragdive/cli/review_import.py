@@ -75,6 +75,8 @@ def read_ratings(paths: list[Path]) -> dict[str, dict[str, dict[str, int]]]:
         except UnicodeDecodeError:
             read_text(path, ReviewError)  # raises, naming the line and column of the byte
             raise
+        except csv.Error as err:  # a cell over the csv module's field limit, a NUL byte
+            raise ReviewError(f"review file {path} is not a review CSV: {err}") from None
     if not out:
         raise ReviewError(f"no ratings found in {', '.join(map(str, paths))}: fill the yes/no columns first")
     return out

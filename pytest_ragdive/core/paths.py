@@ -92,13 +92,26 @@ def read_text(path: Path, error: type[UsageError] = UsageError) -> str:
         ) from None
 
 
+#: the most a JSON input read whole (a baseline, a results file) may hold
+MAX_INPUT_BYTES = 512 * 2**20
+
+
 def read_input(path: Path, what: str, error: type[UsageError], missing: str) -> str:
     """The text of an input file the plugin names as ``what`` ("ragdive baseline"); every
     way it cannot be read is one ``error`` line that starts with ``what``: not there
-    (``missing`` follows the path: how to make it), not UTF-8 (its line, column and
-    byte: :func:`read_text`), or unreadable (the system's reason)."""
+    (``missing`` follows the path: how to make it), over :data:`MAX_INPUT_BYTES`, not
+    UTF-8 (its line, column and byte: :func:`read_text`), or unreadable (the system's reason)."""
     if not path.is_file():
         raise error(f"{what} {path} not found{missing}")
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # said below, by the read
+    if size > MAX_INPUT_BYTES:
+        raise error(
+            f"{what} {path} is {size / 2**20:.0f} MB, over the {MAX_INPUT_BYTES >> 20} MB an input file may hold: "
+            f"is it the right file?"
+        )
     try:
         return read_text(path, error)
     except error as e:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from .rows import GateRow
 ANSWER_CHARS = 2000  # one stored answer at most (clipped with "…")
 MAX_CHARS = 4_000_000  # answer text in one file at most (about 1 MB compressed)
 PER_ROW = 20  # conversations compared per failed gate row
+MAX_FILE_BYTES = 64 * 2**20  # the answers file read back at most, compressed and uncompressed (a cap, not a crash)
 EPS = 1e-9
 
 
@@ -127,16 +130,35 @@ def load_answers(baseline: Baseline, baseline_path: Path) -> tuple[BaselineAnswe
         return None, None
     path = baseline_path.parent / ref.file
     why = "the report shows no baseline answers"
+    over = f"the baseline's answers file {path} holds over {MAX_FILE_BYTES >> 20} MB of answers, more than a recording writes: {why}"
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError:
         return None, f"the baseline's answers file {path} is missing: {why} (re-record the baseline to keep them)"
+    if len(raw) > MAX_FILE_BYTES:
+        return None, over
     if hashlib.sha256(raw).hexdigest() != ref.sha256:
         return None, f"the baseline's answers file {path} does not match the baseline (another recording?): {why}"
     try:
-        return BaselineAnswers.model_validate_json(gzip.decompress(raw)), None
-    except (OSError, EOFError, ValidationError, ValueError):
+        text = gunzip_bounded(raw, MAX_FILE_BYTES)
+        if text is None:  # a gzip bomb, or answers beyond what build_answers keeps
+            return None, over
+        return BaselineAnswers.model_validate_json(text), None
+    except (OSError, EOFError, ValidationError, ValueError, zlib.error):
         return None, f"the baseline's answers file {path} cannot be read: {why}"
+
+
+def gunzip_bounded(raw: bytes, limit: int) -> bytes | None:
+    """``raw`` decompressed, or None when that is over ``limit`` bytes: decompressed a block
+    at a time, so a small file that expands without end (a gzip bomb) costs ``limit`` at most."""
+    out = bytearray()
+    with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+        while block := fh.read(2**20):
+            out += block
+            if len(out) > limit:
+                return None
+    return bytes(out)
 
 
 def compared(rows: Iterable[GateRow], convs: Iterable[Conversation], answers: BaselineAnswers) -> dict[str, AnswerConversation]:

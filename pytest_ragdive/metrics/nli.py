@@ -92,15 +92,24 @@ def chunk_premise(text: str, chunk_words: int) -> list[str]:
 
 
 class ScoreCache:
-    """Scores by the hash of their inputs: in memory, and in ``folder`` (diskcache) when given."""
+    """Scores by the hash of their inputs: in memory, and in ``folder`` when given, through the
+    judge cache's data-only store (:func:`pytest_ragdive.llm.disk.open_db`: no pickle, no path
+    taken from a row). A stored score that is not a number in [0, 1] (or a refused row) is
+    counted in :attr:`dropped`, deleted and scored again; a folder that cannot be opened as a
+    cache is said once and the scores stay in memory."""
 
     def __init__(self, folder: str | Path | None = None) -> None:
         self._mem: dict[str, float] = {}
         self._disk: Any = None
+        self.dropped = 0
         if folder is not None:
-            import diskcache
+            from ..llm.disk import open_db
 
-            self._disk = diskcache.Cache(str(folder))
+            try:
+                Path(folder).mkdir(parents=True, exist_ok=True)
+                self._disk = open_db(folder, 30.0)
+            except Exception as e:  # noqa: BLE001 - a corrupt cache.db, an unwritable folder: one line
+                _warn(f"NLI score cache {folder} is unusable ({type(e).__name__}: {e}); scores are kept in memory only")
 
     @staticmethod
     def key(model: str, premise: str, hypothesis: str) -> str:
@@ -110,18 +119,48 @@ class ScoreCache:
     def get(self, key: str) -> float | None:
         hit = self._mem.get(key)
         if hit is None and self._disk is not None:
-            v = self._disk.get(key)
-            if v is not None:
+            try:
+                v = self._disk.get(key)
+            except ValueError:  # a pickled value or one kept in a file: refused, never read
+                v = _BAD
+            if v is None:
+                return None
+            if type(v) in (int, float) and 0.0 <= float(v) <= 1.0:
                 hit = self._mem[key] = float(v)
+            else:
+                self._drop(key)
         return hit
+
+    def _drop(self, key: str) -> None:
+        self.dropped += 1
+        if self.dropped == 1:
+            _warn(f"NLI score cache: a stored entry that is not a score was dropped ({key[:16]}...)")
+        try:
+            self._disk.delete(key)
+        except Exception:  # noqa: BLE001 - scored again either way
+            pass
 
     def put(self, key: str, value: float) -> None:
         self._mem[key] = value
         if self._disk is not None:
-            self._disk.set(key, value)
+            try:
+                self._disk.set(key, float(value))
+            except Exception:  # noqa: BLE001 - a busy or read-only cache: kept in memory
+                pass
 
     def __len__(self) -> int:
         return len(self._mem)
+
+
+_BAD = object()
+
+
+def _warn(msg: str) -> None:
+    import warnings
+
+    from ..core.errors import RagdiveCacheWarning
+
+    warnings.warn(msg, RagdiveCacheWarning, stacklevel=3)
 
 
 @dataclass

@@ -132,9 +132,17 @@ def read_logs(paths: Iterable[str | Path]) -> LogFile:
     return log
 
 
+#: the longest log line read (a line without an end is never held whole)
+MAX_LINE_CHARS = 16 * 2**20
+
+
 def _read_log(path: Path, log: LogFile) -> None:
     with path.open(encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
+        no = 0
+        while line := f.readline(MAX_LINE_CHARS + 1):
+            no += 1
+            if len(line) > MAX_LINE_CHARS:
+                raise LogFormatError(f"{path}:{no}: a line over {MAX_LINE_CHARS >> 20} M characters: not a ragdive log line")
             if not line.strip():
                 continue
             try:
