@@ -101,6 +101,12 @@ class RagdiveConfig(Strict):
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
     gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
+    floors: dict[str, Annotated[float, Field(strict=True)]] = Field(
+        default_factory=dict,
+        description="metric -> an absolute limit, beside the baseline bands: a metric worse than it fails whatever "
+        "the baseline says (a floor for higher-is-better metrics, a ceiling for lower-is-better ones); gates with "
+        "no baseline at all",
+    )
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
     online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
@@ -165,6 +171,17 @@ class RagdiveConfig(Strict):
                 raise ValueError(f"tolerance of {name!r} must be a finite number >= 0")
             if name == "safety_pass_rate" and tol != 0:
                 raise ValueError("safety_pass_rate has zero tolerance: set it to 0")
+        return v
+
+    @field_validator("floors")
+    @classmethod
+    def _floor_values(cls, v: dict[str, float]) -> dict[str, float]:
+        # the names are checked against the run's metric registry, as the gate's are
+        for name, limit in v.items():
+            if not NAME_RE.match(name):
+                raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(BUILTINS))}")
+            if isinstance(limit, bool) or not math.isfinite(limit):
+                raise ValueError(f"the floor of {name!r} must be a finite number")
         return v
 
     @field_validator("judges")
@@ -244,17 +261,19 @@ class RagdiveConfig(Strict):
         """The requested suites that are configured."""
         return [n for n in self.requested_suites() if n in self.suites]
 
-    def gated_metrics(self, suite: str) -> dict[str, float]:
+    def gated_metrics(self, suite: str, entries: dict[str, float] | None = None) -> dict[str, float]:
         """The gate entries that apply to a suite: the sharded diagnosis' suite-level
         metrics (sharded_gap, aptitude, unreliability) only where it has sharded
-        questions, the other metrics everywhere but in a suite of sharded questions only."""
+        questions, the other metrics everywhere but in a suite of sharded questions only.
+        ``entries``: other metric -> value entries than the gate's (the floors)."""
+        gate = self.gate if entries is None else entries
         sc = self.suites.get(suite)
         if sc is None:
-            return dict(self.gate)
+            return dict(gate)
         has_sharded = bool(sc.sharded)
         sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
         return {
-            m: t for m, t in self.gate.items()
+            m: t for m, t in gate.items()
             if (has_sharded if m in METRICS and METRICS[m].level == "suite" else not sharded_only)
         }
 
