@@ -346,6 +346,7 @@ def check(
     improvement: Improvement = "band",
     improvement_delta: float = 0.01,
     ran: Mapping[str, Iterable[str]] | None = None,
+    alpha_looks: int | None = None,
 ) -> list[GateRow]:
     """One row per gated metric per suite that ran; ``per_suite`` narrows the gate to the
     entries that apply to each suite (``RagdiveConfig.gated_metrics``), ``where_data`` to
@@ -359,7 +360,9 @@ def check(
     number of reruns so far, and the alpha of each look is split over the
     looks ``on_inconclusive`` allows. ``ran``: per suite where some conversations did not run
     (a keyless run, :mod:`.fallback`), the ones that did: the baseline of that suite is
-    taken over those conversations only (:func:`~pytest_ragdive.gate.fallback.restrict`)."""
+    taken over those conversations only (:func:`~pytest_ragdive.gate.fallback.restrict`).
+    ``alpha_looks``: the looks the alpha is split over when not ``on_inconclusive``'s (the
+    assertion helper decides on one look at the level of the session's first)."""
     from .fallback import restrict
 
     looks = 1 + (max_reruns if on_inconclusive == "rerun" else 0)
@@ -381,7 +384,7 @@ def check(
             mine.append(row)
         if method == "band+paired" and all_convs:
             ours = [c for c in all_convs if c.suite == suite]
-            paired_rows(mine, stored, functools.partial(table, ours), alpha_for_look(looks - 1), unstable_spread)
+            paired_rows(mine, stored, functools.partial(table, ours), alpha_for_look((alpha_looks or looks) - 1), unstable_spread)
         rows += mine
     return rows
 
