@@ -45,6 +45,9 @@ _EXPORTS = {
     # the chatbot under test
     "Target": "run.target",
     "http_target": "run.http_target",
+    "langchain_target": "run.frameworks",
+    "llamaindex_target": "run.frameworks",
+    "openai_target": "run.http_target",
     # running outside pytest
     "run_suite": "run.api",
     # the gate
@@ -78,10 +81,13 @@ __all__ = [
     "assert_in_band",
     "assert_no_regression",
     "http_target",
+    "langchain_target",
+    "llamaindex_target",
     "load_baseline",
     "load_config",
     "metric",
     "monitored",
+    "openai_target",
     "run_suite",
 ]
 
@@ -96,7 +102,8 @@ if TYPE_CHECKING:
     from .metrics.registry import MetricSpec, metric
     from .online.monitor import monitored
     from .run.api import run_suite
-    from .run.http_target import http_target
+    from .run.frameworks import langchain_target, llamaindex_target
+    from .run.http_target import http_target, openai_target
     from .run.target import Target
 
 

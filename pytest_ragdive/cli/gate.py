@@ -41,7 +41,8 @@ def load_run_config(config: Path | None, merged: MergedResults, **overrides: obj
     if merged.info.config_hash and merged.info.config_hash != cfg.config_hash():
         raise ResultsError(
             f"the results were produced with config hash {merged.info.config_hash}, {cfg.source} gives "
-            f"{cfg.config_hash()}: run the gate in the same checkout as the shards (or pass --config)"
+            f"{cfg.config_hash()}: run the gate in the same checkout as {merged.parts_word.removeprefix('the ')} "
+            "were produced in (or pass --config)"
         )
     return cfg
 
@@ -135,11 +136,13 @@ def run(args: argparse.Namespace) -> int:
     from ..reports.terminal import terminal_lines
 
     outcome, written = conclude_results(args.results, args.baseline, args.config, args.report_dir, gating=True)
+    where = "the shards" if any(n.startswith("merged ") and n.endswith(" shards") for n in outcome.notes) else (
+        "the result files" if len(args.results) > 1 else "the run")
     with recorded_metrics(BUILTINS, outcome.custom_metrics).active():
         for line in terminal_lines(outcome, written):
             print(line.text)
     failed = [c for c in outcome.conversations if broken(c)]
     if failed:
-        print(f"{len(failed)} conversation(s) failed their item in the shards: "
+        print(f"{len(failed)} conversation(s) failed their item in {where}: "
               + ", ".join(f"{c.suite}/{c.id} run {c.run}" for c in failed[:10]))
     return exit_code(outcome)

@@ -101,6 +101,12 @@ class RagdiveConfig(Strict):
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
     gate_policy: GatePolicy = Field(default_factory=lambda: GatePolicy())  # set as gate.method etc.
+    floors: dict[str, Annotated[float, Field(strict=True)]] = Field(
+        default_factory=dict,
+        description="metric -> an absolute limit, beside the baseline bands: a metric worse than it fails whatever "
+        "the baseline says (a floor for higher-is-better metrics, a ceiling for lower-is-better ones); gates with "
+        "no baseline at all",
+    )
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig())
     online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
@@ -119,8 +125,12 @@ class RagdiveConfig(Strict):
         if isinstance(data, dict) and isinstance(data.get("gate"), dict):
             gate = dict(data["gate"])
             policy = {k: gate.pop(k) for k in GATE_POLICY_KEYS if k in gate}
-            if policy:
-                data = {**data, "gate": gate or dict(DEFAULT_GATE), "gate_policy": policy}
+            if not gate:
+                gate = dict(DEFAULT_GATE)
+            # the assert: checks of golden data always gate (zero tolerance, where the baseline holds them):
+            # a table of one's own tolerances used to drop them silently
+            gate.setdefault("assertion_pass_rate", 0.0)
+            data = {**data, "gate": gate, **({"gate_policy": policy} if policy else {})}
         return data
 
     @field_validator("faithfulness_backend")
@@ -165,6 +175,17 @@ class RagdiveConfig(Strict):
                 raise ValueError(f"tolerance of {name!r} must be a finite number >= 0")
             if name == "safety_pass_rate" and tol != 0:
                 raise ValueError("safety_pass_rate has zero tolerance: set it to 0")
+        return v
+
+    @field_validator("floors")
+    @classmethod
+    def _floor_values(cls, v: dict[str, float]) -> dict[str, float]:
+        # the names are checked against the run's metric registry, as the gate's are
+        for name, limit in v.items():
+            if not NAME_RE.match(name):
+                raise ValueError(f"unknown metric {name!r}, expected one of {', '.join(sorted(BUILTINS))}")
+            if isinstance(limit, bool) or not math.isfinite(limit):
+                raise ValueError(f"the floor of {name!r} must be a finite number")
         return v
 
     @field_validator("judges")
@@ -244,17 +265,19 @@ class RagdiveConfig(Strict):
         """The requested suites that are configured."""
         return [n for n in self.requested_suites() if n in self.suites]
 
-    def gated_metrics(self, suite: str) -> dict[str, float]:
+    def gated_metrics(self, suite: str, entries: dict[str, float] | None = None) -> dict[str, float]:
         """The gate entries that apply to a suite: the sharded diagnosis' suite-level
         metrics (sharded_gap, aptitude, unreliability) only where it has sharded
-        questions, the other metrics everywhere but in a suite of sharded questions only."""
+        questions, the other metrics everywhere but in a suite of sharded questions only.
+        ``entries``: other metric -> value entries than the gate's (the floors)."""
+        gate = self.gate if entries is None else entries
         sc = self.suites.get(suite)
         if sc is None:
-            return dict(self.gate)
+            return dict(gate)
         has_sharded = bool(sc.sharded)
         sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
         return {
-            m: t for m, t in self.gate.items()
+            m: t for m, t in gate.items()
             if (has_sharded if m in METRICS and METRICS[m].level == "suite" else not sharded_only)
         }
 
@@ -343,7 +366,12 @@ def _one_line(err: ValidationError, where: str, cli_names: dict[str, str] | None
         fields = _fields_at(loc[:-1])
         hint = f" (expected one of: {', '.join(fields)})" if fields else ""
         return f"ragdive config error in {where}: unknown key {quote(key)}{hint}"
-    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {quote(key)}')}"
+    hint = ""
+    if loc == ("suite",) and isinstance(first.get("input"), dict):
+        names = ", ".join(map(str, first["input"])) or "NAME"
+        hint = (f" (a table [tool.ragdive.suite.{names.split(', ')[0]}] defines nothing: suites are defined under "
+                f"[tool.ragdive.suites.NAME], with an s; `suite` only selects which run: a name, NAME,NAME or all)")
+    return f"ragdive config error in {where}: {one_line(err, label=lambda _loc: f'key {quote(key)}')}{hint}"
 
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:

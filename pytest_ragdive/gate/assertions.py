@@ -78,11 +78,14 @@ def assert_no_regression(
     convs = [c for c in (conversations or []) if c.suite == result.suite]
     keyless = keyless_gate(convs, {result.suite: gate})
     policy = cfg.gate_policy
-    # one look: "rerun" cannot rerun here, so an inconclusive row fails as under "fail"
+    # one look: "rerun" cannot rerun here, so an inconclusive row fails as under "fail"; the look is
+    # made at the level of the session's first (its alpha split over the reruns the policy allows),
+    # so that the helper and the session print the same bounds
     rows = check(
         {result.suite: result}, baseline, gate, keyless.gates, convs=convs, method=policy.method,
         on_inconclusive="pass" if policy.inconclusive == "pass" else "fail", max_reruns=0,
         unstable_spread=policy.unstable_spread, ran=keyless.ran,
+        alpha_looks=1 + (cfg.max_reruns if policy.inconclusive == "rerun" else 0),
     )
     bad = [r for r in rows if r.failed]
     if bad:

@@ -19,10 +19,11 @@ from .. import __version__
 from ..core.config import RagdiveConfig
 from ..core.memory import paused_gc
 from ..core.records import Conversation, Document, JudgeCalls, ValidationStats
-from ..core.results import Baseline, GoldenFile, custom_metrics
+from ..core.results import Baseline, GoldenFile, SuiteResult, custom_metrics
 from ..llm.stats import LLMStats
 from ..metrics.registry import active_registry
 from .outcome import GateStatus, RunInfo, RunOutcome
+from .rows import GateRow
 
 if TYPE_CHECKING:
     from ..reports.results_json import Stored
@@ -152,6 +153,9 @@ def _conclude(
 
                 out.baseline_diff = diff_baselines(baseline, out.baseline)
             out.status = GateStatus.BASELINE_WRITTEN
+            for row in _floored([], suites, cfg):
+                if row.verdict == "below floor":
+                    notes.append(f"suite {row.suite}: {row.metric} {row.reason} (recorded in the baseline all the same)")
             for suite, res in suites.items():
                 empty = [m for m in where_recorded(cfg.gated_metrics(suite), out.baseline.suites.get(suite, {}),
                                                    cfg.gate_policy.where_data) if res.value(m) is None]
@@ -181,6 +185,7 @@ def _conclude(
             unstable_spread=policy.unstable_spread, where_data=policy.where_data, improvement=policy.improvement,
             improvement_delta=policy.improvement_delta, ran=keyless.ran,
         )
+        rows = _floored(rows, suites, cfg)
         for row in rows:
             if row.verdict == "not in baseline" and row.metric in keyless.twins.get(row.suite, {}):
                 notes.append(
@@ -207,10 +212,29 @@ def _conclude(
                 # Ctrl-C, -x, the deadline: what finished is shown, but it passes nothing
                 out.status = GateStatus.SUBSET
                 notes.append(f"the run was interrupted after {len(convs)} of {facts.planned} conversations: nothing is decided")
+    elif cfg.floors and suites and facts.completed and not partial:
+        # no baseline: a first PR is gated on the floors alone
+        rows = _floored([], suites, cfg)
+        if rows:
+            out.gate = rows
+            out.status = (
+                GateStatus.NO_DATA if all(r.current is None for r in rows)
+                else GateStatus.FAILED if any(r.failed for r in rows)
+                else GateStatus.PASSED
+            )
     if facts.fatal and out.status is not GateStatus.BASELINE_REFUSED:
         out.status = GateStatus.FAILED
     out.notes = notes
     return out
+
+
+def _floored(rows: list[GateRow], suites: Mapping[str, SuiteResult], cfg: RagdiveConfig) -> list[GateRow]:
+    """The gate rows with ``[tool.ragdive.floors]`` applied (:mod:`.floors`)."""
+    if not cfg.floors:
+        return rows
+    from .floors import apply_floors
+
+    return apply_floors(rows, suites, cfg.floors, lambda suite, metric: metric in cfg.gated_metrics(suite, cfg.floors))
 
 
 def _record_answers(out: RunOutcome, cfg: RagdiveConfig, existing: Baseline | None, convs: Sequence[Conversation]) -> None:

@@ -34,11 +34,7 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
             )
         missing = [m for m in where_recorded(cfg.gated_metrics(suite), stored, cfg.gate_policy.where_data) if m not in stored]
         if missing:
-            raise BaselineError(
-                f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r} "
-                "(the recorded run had no value for them: no case they apply to, e.g. citation_rate "
-                "needs expected_citations); add such cases and re-record, or remove them from [tool.ragdive.gate]"
-            )
+            raise BaselineError(missing_metrics(path, suite, missing, baseline))
     changes = golden_changes(baseline.golden, fingerprint(cfg, cfg.selected_suites(), known=baseline.golden))
     notes += changes
     if baseline.config_hash and baseline.config_hash != cfg.config_hash():
@@ -48,6 +44,33 @@ def gate_baseline(cfg: RagdiveConfig, path: Path, backend: str) -> tuple[Baselin
                                          "data; " if changes else "") + "re-record it if the change was on purpose"
         )
     return baseline, notes
+
+
+def missing_metrics(path: Path, suite: str, missing: list[str], baseline: Baseline) -> str:
+    """The one line for gated metrics a baseline has no value for: a metric of one's own (or a
+    rubric judge) the file never knew was added after it was recorded; a built-in one was
+    either added to the gate since, or had no case it applies to in the recorded run."""
+    from ..metrics.registry import BUILTINS
+
+    known = set(BUILTINS) | set(baseline.custom_metrics) | {m for ms in baseline.suites.values() for m in ms}
+    new = [m for m in missing if m not in known]
+    old = [m for m in missing if m in known]
+    parts = []
+    if new:
+        parts.append(
+            f"{', '.join(new)} {'was' if len(new) == 1 else 'were'} added after the baseline was recorded "
+            f"(the baseline{' of ' + baseline.created if baseline.created else ''} does not know "
+            f"{'it' if len(new) == 1 else 'them'})"
+        )
+    if old:
+        parts.append(
+            f"{', '.join(old)}: no value in the recorded run, either added to [tool.ragdive.gate] after the baseline "
+            "was recorded or no case they apply to (e.g. citation_rate needs expected_citations)"
+        )
+    return (
+        f"ragdive baseline {path}: gated metric(s) {', '.join(missing)} missing for suite {suite!r}: {'; '.join(parts)}: "
+        "re-record it with --ragdive-update-baseline, or remove them from [tool.ragdive.gate]"
+    )
 
 
 def check_overwrite(cfg: RagdiveConfig, path: Path, existing: Baseline, backend: str,

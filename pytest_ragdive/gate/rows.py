@@ -31,7 +31,7 @@ from .power import Moved, Power, power_of, spread, unstable, worse
 EPS = 1e-9
 
 
-Verdict = Literal["pass", "regression", "improvement", "inconclusive", "no data", "not in baseline"]
+Verdict = Literal["pass", "regression", "improvement", "inconclusive", "no data", "not in baseline", "below floor"]
 
 
 Method = Literal["band", "band+paired"]
@@ -116,12 +116,21 @@ class GateRow(BaseModel):
     look: int = 0  # 0 for the first run, k after the k-th rerun
     looks: int = 1  # the most looks the policy allows
     on_inconclusive: OnInconclusive = "fail"
+    # [tool.ragdive.floors]: an absolute limit beside the band (a ceiling for lower-is-better metrics)
+    floor: float | None = None
 
     @property
     def failed(self) -> bool:
         if self.verdict == "inconclusive":
             return self.on_inconclusive != "pass"
-        return self.verdict in ("regression", "no data", "not in baseline")
+        return self.verdict in ("regression", "no data", "not in baseline", "below floor")
+
+    @property
+    def floor_text(self) -> str:
+        """The floor in words (``floor 0.9``, ``ceiling 0.2``); empty without one."""
+        if self.floor is None:
+            return ""
+        return f"{'floor' if self.direction == 'higher' else 'ceiling'} {num(self.floor, 3)}"
 
     @property
     def wants_rerun(self) -> bool:
@@ -132,6 +141,8 @@ class GateRow(BaseModel):
     def band_text(self) -> str:
         """The band, clipped to the metric's range (a share's band never reads below 0 or above 1)."""
         if self.band_low is None or self.band_high is None:
+            if self.floor is not None:
+                return f"{'≥' if self.direction == 'higher' else '≤'} {self.floor:.4f} (floor)"
             return "n/a"
         low, high = clipped(self.metric, self.band_low, self.band_high)
         return f"[{low:.4f}, {high:.4f}]"
@@ -163,6 +174,15 @@ class GateRow(BaseModel):
     @property
     def reason(self) -> str:
         """Why the row has its verdict, in one line of plain words."""
+        if self.verdict == "below floor":
+            worse_word = "below" if self.direction == "higher" else "above"
+            return (f"{num(self.current, 3)} is {worse_word} the {self.floor_text} set in [tool.ragdive.floors]: "
+                    "fails whatever the baseline says")
+        if self.floor is not None and self.band_low is None and self.verdict == "pass":
+            better = "at or above" if self.direction == "higher" else "at or below"
+            return f"{num(self.current, 3)} is {better} the {self.floor_text} (no baseline band: gated on the floor alone)"
+        if self.verdict == "no data" and self.band_low is None and self.floor is not None:
+            return f"no conversation had a value for this metric in this run: its {self.floor_text} cannot be checked"
         if self.verdict == "not in baseline":
             return "the baseline has no value for this metric: record it with --ragdive-update-baseline"
         if self.verdict == "no data":
@@ -326,6 +346,7 @@ def check(
     improvement: Improvement = "band",
     improvement_delta: float = 0.01,
     ran: Mapping[str, Iterable[str]] | None = None,
+    alpha_looks: int | None = None,
 ) -> list[GateRow]:
     """One row per gated metric per suite that ran; ``per_suite`` narrows the gate to the
     entries that apply to each suite (``RagdiveConfig.gated_metrics``), ``where_data`` to
@@ -339,7 +360,9 @@ def check(
     number of reruns so far, and the alpha of each look is split over the
     looks ``on_inconclusive`` allows. ``ran``: per suite where some conversations did not run
     (a keyless run, :mod:`.fallback`), the ones that did: the baseline of that suite is
-    taken over those conversations only (:func:`~pytest_ragdive.gate.fallback.restrict`)."""
+    taken over those conversations only (:func:`~pytest_ragdive.gate.fallback.restrict`).
+    ``alpha_looks``: the looks the alpha is split over when not ``on_inconclusive``'s (the
+    assertion helper decides on one look at the level of the session's first)."""
     from .fallback import restrict
 
     looks = 1 + (max_reruns if on_inconclusive == "rerun" else 0)
@@ -361,7 +384,7 @@ def check(
             mine.append(row)
         if method == "band+paired" and all_convs:
             ours = [c for c in all_convs if c.suite == suite]
-            paired_rows(mine, stored, functools.partial(table, ours), alpha_for_look(looks - 1), unstable_spread)
+            paired_rows(mine, stored, functools.partial(table, ours), alpha_for_look((alpha_looks or looks) - 1), unstable_spread)
         rows += mine
     return rows
 

@@ -44,6 +44,9 @@ class ConfigLike(Protocol):
     def gate(self) -> dict[str, float]: ...
 
     @property
+    def floors(self) -> dict[str, float]: ...
+
+    @property
     def source(self) -> str | None: ...
 
     @property
@@ -76,11 +79,11 @@ def build_registry(cfg: ConfigLike, sources: Iterable[object] = ()) -> MetricReg
 
 
 def check_gate_names(cfg: ConfigLike, registry: MetricRegistry) -> None:
-    """Every gate tolerance names a metric of the registry (one line, the config file and key)."""
-    for name in cfg.gate:
+    """Every gate tolerance and floor names a metric of the registry (one line, the config file and key)."""
+    for key, name in [*(("gate", n) for n in cfg.gate), *(("floors", n) for n in cfg.floors)]:
         if name not in registry:
             raise ConfigError(
-                f"ragdive config error in {cfg.source or 'the config'}: key 'gate': unknown metric {name!r}, "
+                f"ragdive config error in {cfg.source or 'the config'}: key '{key}': unknown metric {name!r}, "
                 f"expected one of {', '.join(sorted(registry))} (a metric of your own: declare it with "
                 "@pytest_ragdive.metric in conftest.py, a module of metric_modules or an entry point)"
             )

@@ -112,13 +112,34 @@ def _spec(target: Any) -> str:
 def check_items(sess: SessionLike, first: pytest.Function | None) -> None:
     """Some fixture gives ``ragdive_target`` to the conversation items (``first``: the first
     of them, None when none was collected; raises a UsageError)."""
-    if first is None or sess.cfg.target is not None:
+    if first is None:
         return
     defs = first._fixtureinfo.name2fixturedefs.get("ragdive_target") or ()
+    if sess.cfg.target is not None:
+        # a fixture of the user's and the config's target: two bots, and the fixture would win silently
+        # (a fixture that asks for ragdive_target itself wraps the config's: fine)
+        if defs and not _is_plugin_default(defs[-1].func) and "ragdive_target" not in defs[-1].argnames:
+            where = sess.cfg.source if sess.cfg.source and sess.cfg.source != "defaults" else "[tool.ragdive]"
+            raise ConfigError(
+                f"ragdive setup error: two targets: the `ragdive_target` fixture ({_origin(defs[-1].func)}) and "
+                f"target = {_spec(sess.cfg.target)} in {where}: remove one of them"
+            )
+        return
     if defs and not _is_plugin_default(defs[-1].func):
         return
     where = sess.cfg.source if sess.cfg.source and sess.cfg.source != "defaults" else "[tool.ragdive]"
     raise ConfigError(NO_TARGET.format(where=where))
+
+
+def _origin(func: Any) -> str:
+    """Where a fixture function is defined (``conftest.py:12``)."""
+    import os
+
+    func = inspect.unwrap(func)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return getattr(func, "__module__", "?")
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
 def _is_plugin_default(func: Any) -> bool:

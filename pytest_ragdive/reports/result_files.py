@@ -92,6 +92,13 @@ class MergedResults(BaseModel):
     notes: list[str] = Field(default_factory=list)
     llm: LLMStats | None = None
     custom_metrics: dict[str, CustomMetric] = Field(default_factory=dict)  # the parts' metrics that are not built in
+    files: int = 1  # result files merged
+    shards: int = 0  # the split's shard count, 0 when the files are not shards
+
+    @property
+    def parts_word(self) -> str:
+        """What the files are, for messages: "the shards", "the result files" or "the result file"."""
+        return "the shards" if self.shards else "the result files" if self.files > 1 else "the result file"
 
 
 def merge_results(paths: list[Path]) -> MergedResults:
@@ -109,6 +116,7 @@ def merge_results(paths: list[Path]) -> MergedResults:
                 raise ResultsError(f"ragdive results {p} and {first_path} come from different runs: {name} {b!r} vs {a!r}")
     shards = [o.info.shard for _, o in parts]
     notes: list[str] = []
+    n = 0
     if any(shards):
         if not all(shards):
             plain = next(p for (p, o) in parts if not o.info.shard)
@@ -155,4 +163,5 @@ def merge_results(paths: list[Path]) -> MergedResults:
         "subset": any(o.info.subset for _, o in parts),
         "shard": None,
     })
-    return MergedResults(info=info, conversations=convs, fatal=fatal, notes=notes, llm=llm, custom_metrics=custom)
+    return MergedResults(info=info, conversations=convs, fatal=fatal, notes=notes, llm=llm, custom_metrics=custom,
+                         files=len(parts), shards=n)

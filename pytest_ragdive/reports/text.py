@@ -164,7 +164,7 @@ def status_text(outcome: RunOutcome) -> str:
         bad = sorted_rows(bad)
         kinds = []
         for word, pick in (("regressed", "regression"), ("inconclusive", "inconclusive"), ("had no data", "no data"),
-                           ("not in the baseline", "not in baseline")):
+                           ("not in the baseline", "not in baseline"), ("broke their floor", "below floor")):
             names = [f"{r.suite}/{r.metric}" for r in bad if r.verdict == pick]
             if names:
                 kinds.append(f"{', '.join(names)} {word}")
@@ -175,7 +175,11 @@ def status_text(outcome: RunOutcome) -> str:
         if errored:
             return (f"ragdive gate passed on {total - errored} of {total} conversations; {errored} errored "
                     f"(left out of the metrics; the run fails through their items)")
-        return f"ragdive gate passed: {len(rows)} gated metric(s) within their baseline bands"
+        if rows and all(r.band_low is None and r.floor is not None for r in rows):
+            return f"ragdive gate passed: {len(rows)} metric(s) within their floors (no baseline: gated on floors alone)"
+        floors = sum(1 for r in rows if r.floor is not None)
+        return (f"ragdive gate passed: {len(rows)} gated metric(s) within their baseline bands"
+                + (f" and floors ({floors} floored)" if floors else ""))
     if st is GateStatus.NOTHING_RAN:
         why = "no conversation of a selected suite finished" if not outcome.suites else "no metric is gated"
         return f"ragdive gate: nothing gated ({why})"

@@ -31,7 +31,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -409,4 +409,43 @@ def from_config(spec: str | HttpTargetConfig, timeout_s: float = DEFAULT_TARGET_
     """The target a config names: an import spec, or an HTTP endpoint."""
     if isinstance(spec, HttpTargetConfig):
         return HttpTarget(spec, timeout_s)
-    return load_target(spec)
+    from .frameworks import adapt
+
+    return adapt(load_target(spec))
+
+
+def openai_target(
+    base_url: str,
+    model: str,
+    *,
+    api_key_env: str | None = None,
+    system: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    timeout_s: float = DEFAULT_TARGET_TIMEOUT_S,
+) -> Callable[[History], TargetResponse]:
+    """Any OpenAI-compatible ``/v1/chat/completions`` bot as the target.
+
+    ``base_url``: the API root (``http://127.0.0.1:8000/v1``) or the full
+    ``.../chat/completions`` URL; ``api_key_env``: the environment variable holding
+    the bearer token (read when the target is built, never logged); ``system``: a
+    system message put first; ``extra``: more request fields (``temperature``...).
+    The answer is ``choices.0.message.content``; such an API returns no retrieved
+    documents, so context metrics stay n/a unless the reply carries ``contexts``.
+    The same thing in the config: ``target = { url = ".../v1/chat/completions",
+    request = { model = "...", messages = "$messages" }, answer = "choices.0.message.content" }``.
+    """
+    url = base_url.rstrip("/")
+    if not url.endswith("/chat/completions"):
+        url += "/chat/completions"
+    request: dict[str, Any] = {"model": model, "messages": "$messages", **dict(extra or {})}
+    headers = {"Authorization": f"Bearer ${{{api_key_env}}}"} if api_key_env else None
+    inner = http_target(url, headers=headers, request=request, answer="choices.0.message.content", timeout_s=timeout_s)
+    if system is None:
+        return inner
+    prefix = [{"role": "system", "content": system}]
+
+    def call(messages: History) -> TargetResponse:
+        return inner(prefix + list(messages))
+
+    call.ragdive_secrets = inner.ragdive_secrets  # type: ignore[attr-defined]
+    return call

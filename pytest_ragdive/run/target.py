@@ -109,6 +109,9 @@ def as_async(
     HTTP target) before anything reads it; ``calls``: the calls in flight, for
     the watchdog (:mod:`.watchdog`).
     """
+    from .frameworks import adapt  # a LangChain runnable or a LlamaIndex engine, wrapped
+
+    target = adapt(target)
     if not callable(target):
         raise TargetError(f"target {target!r} is not callable")
     if secrets is not None:

@@ -173,3 +173,16 @@ def test_exit_code_mirrors_the_session() -> None:
     assert exit_code(outcome(GateStatus.PASSED, [ok, unsafe])) == 1  # its item failed in its shard
     assert exit_code(outcome(GateStatus.NOT_GATED, [])) == 5
     assert exit_code(outcome(GateStatus.PASSED, [ok], completed=False)) == 2
+
+
+def test_gate_on_one_unsharded_results_file_does_not_speak_of_shards(
+    toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 33: "failed their item in the shards" for a plain run's one results.json."""
+    toy.runpytest("--ragdive-baseline=baseline.json", "--ragdive-update-baseline", "-p", "no:cacheprovider")
+    monkeypatch.setenv("TOY_RAISE_ON", "grass?")
+    toy.runpytest("-p", "no:cacheprovider", "--ragdive-suite=core").assert_outcomes(passed=4, failed=1)
+    capsys.readouterr()
+    assert gate(toy, "report/results.json", "--baseline", "baseline.json") == 1
+    out = capsys.readouterr().out
+    assert "1 conversation(s) failed their item in the run: core/q-grass run 0" in out and "shard" not in out.replace(str(toy.path), "")

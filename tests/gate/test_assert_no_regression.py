@@ -95,3 +95,21 @@ def test_the_helper_and_the_session_gate_agree() -> None:
         else:
             helper = assert_no_regression(aggregate("core", now), bl, conversations=now, config=cfg)
             assert [r.line() for r in helper] == [r.line() for r in session]
+
+
+def test_the_helper_prints_the_sessions_bounds_under_the_default_rerun_policy() -> None:
+    """issue 33: the helper printed 95% bounds where the session's first look prints 98.3%
+    (its alpha split over the first run and two reruns)."""
+    gate = {"answer_f1": 0.03}
+    values = [0.8, 0.7, 0.9, 0.6, 0.8, 0.75, 0.85, 0.7, 0.8, 0.9]
+    base = _convs(values)
+    bl = build_baseline({"core": aggregate("core", base)}, gate, config_hash="", backend="offline",
+                        judge_models={}, plugin_version="0", convs=base)
+    cfg = RagdiveConfig.model_validate({"gate": gate, "suites": {"core": {"single_turn": ["x"]}}})
+    assert cfg.gate_policy.inconclusive == "rerun" and cfg.max_reruns == 2
+    now = _convs([v - 0.01 for v in values])
+    session = (conclude(now, cfg, bl, RunFacts(planned=len(now))).gate or [])[0]
+    helper = assert_no_regression(aggregate("core", now), bl, conversations=now, config=cfg)[0]
+    assert session.paired is not None and helper.paired is not None
+    assert helper.paired.alpha == session.paired.alpha and "98.3%" in session.paired_text
+    assert helper.paired_text.split(", band alone")[0] == session.paired_text.split(", band alone")[0]

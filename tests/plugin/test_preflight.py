@@ -72,6 +72,20 @@ def test_an_import_target_that_is_not_callable(toy: pytest.Pytester) -> None:
     assert "botmod:BOT" in line and "not callable" in line
 
 
+def test_a_target_fixture_and_a_config_target_are_two_bots(toy: pytest.Pytester) -> None:
+    """The conftest's fixture used to win silently over target = {url=...} (issue 33)."""
+    toy.makefile(".toml", pyproject=PYPROJECT.format(extra='target = { url = "http://127.0.0.1:9/chat" }'))
+    line = setup_error(toy)
+    assert "two targets" in line and "conftest.py:" in line and "http://127.0.0.1:9/chat" in line and "remove one" in line
+    # a fixture that wraps the config's target (asks for ragdive_target itself) is not a second bot
+    toy.makefile(".toml", pyproject=PYPROJECT.format(extra='target = "conftest:bot"'))
+    toy.makeconftest(
+        TOY_CONFTEST.split("@pytest.fixture")[0]
+        + "@pytest.fixture(scope='session')\ndef ragdive_target(ragdive_target):\n    return ragdive_target\n"
+    )
+    toy.runpytest("--ragdive-suite=core", "-p", "no:cacheprovider").assert_outcomes(passed=5)
+
+
 def test_unset_llm_key_variable(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOPE_KEY", raising=False)
     llm = 'model = "openai/fake-model"\n[tool.ragdive.llm]\napi_base = "http://127.0.0.1:9/v1"\napi_key_env = "NOPE_KEY"\n'
