@@ -6,7 +6,8 @@ are guessed from one live reply and shown for confirmation), the ``[tool.ragdive
 config (appended to pyproject.toml, else ragdive.yaml) with a core suite (and an
 extended one with ``--extended``), the golden files with commented examples, and the
 GitHub workflow with only the jobs of the suites that exist. Never overwrites: a file
-that exists is left as it is, and said so. Prints the next three commands."""
+that exists is left as it is, and said so. ``--draft-from DOCS_DIR`` then drafts the
+golden set (the ``draft-golden`` command). Prints the next three commands."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def add_arguments(p: argparse.ArgumentParser, command: str = "init") -> None:
     p.add_argument("--question", default=PROBE_QUESTION, help="the message POSTed to --url")
     p.add_argument("--yes", "-y", action="store_true", help="accept the guessed reply paths without asking")
     p.add_argument("--no-workflow", action="store_true", help="do not write .github/workflows/ragdive.yml")
+    p.add_argument("--draft-from", type=Path, default=None, metavar="DOCS_DIR",
+                   help="then draft the core golden set from these documents (see draft-golden; needs --model)")
+    p.add_argument("--model", default=None, help="with --draft-from: the LLM that drafts (litellm model string)")
+    p.add_argument("--api-base", default=None, help="with --draft-from: an OpenAI-compatible endpoint")
+    p.add_argument("--api-key-env", default=None, help="with --draft-from: the variable holding the API key")
 
 
 def _headers(raw: list[str]) -> dict[str, str]:
@@ -152,7 +158,18 @@ def run(args: argparse.Namespace) -> int:
         where = _rel(w.path, root)
         print(f"  {'wrote  ' if w.written else 'skipped'} {where}" + (f" ({w.note})" if w.note else ""))
     drafted = False
+    if args.draft_from is not None:
+        from . import draft_golden
+
+        ns = draft_golden.build_parser_defaults(
+            docs=args.draft_from, suite="core", model=args.model, api_base=args.api_base,
+            api_key_env=args.api_key_env, project_dir=root,
+        )
+        code = draft_golden.run(ns)
+        if code:
+            return code
+        drafted = True
     print("ragdive init: next:")
-    for n, cmd in enumerate(project.next_commands(args.extended, None, drafted), 1):
+    for n, cmd in enumerate(project.next_commands(args.extended, str(args.draft_from or "") or None, drafted), 1):
         print(f"  {n}. {cmd}")
     return 0
