@@ -45,6 +45,7 @@ _EXPORTS = {
     # the chatbot under test
     "Target": "run.target",
     "http_target": "run.http_target",
+    "serve_bot": "run.serve",
     # running outside pytest
     "run_suite": "run.api",
     # the gate
@@ -83,6 +84,7 @@ __all__ = [
     "metric",
     "monitored",
     "run_suite",
+    "serve_bot",
 ]
 
 if TYPE_CHECKING:
@@ -97,6 +99,7 @@ if TYPE_CHECKING:
     from .online.monitor import monitored
     from .run.api import run_suite
     from .run.http_target import http_target
+    from .run.serve import serve_bot
     from .run.target import Target
 
 
