@@ -48,6 +48,7 @@ _EXPORTS = {
     "langchain_target": "run.frameworks",
     "llamaindex_target": "run.frameworks",
     "openai_target": "run.http_target",
+    "serve_bot": "run.serve",
     # running outside pytest
     "run_suite": "run.api",
     # the gate
@@ -89,6 +90,7 @@ __all__ = [
     "monitored",
     "openai_target",
     "run_suite",
+    "serve_bot",
 ]
 
 if TYPE_CHECKING:
@@ -104,6 +106,7 @@ if TYPE_CHECKING:
     from .run.api import run_suite
     from .run.frameworks import langchain_target, llamaindex_target
     from .run.http_target import http_target, openai_target
+    from .run.serve import serve_bot
     from .run.target import Target
 
 

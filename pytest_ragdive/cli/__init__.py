@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 # command name -> (module of this package implementing it, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (".init", "scaffold a project: conftest target, [tool.ragdive] config, golden files, the CI workflow"),
+    "draft-golden": (".draft_golden", "draft a golden set from your documents with your LLM (each draft marked for review)"),
     "alert-rules": (".online", "write the Prometheus alert rules of [tool.ragdive.online]"),
     "logs-to-suite": (".online", "production request logs -> draft scripted conversations to review"),
     "score-logs": (".online", "the signal summary of production request logs"),

@@ -1,7 +1,9 @@
 """``ragdive import-review FILE...``: the ratings of an exported review sample,
 reported per criterion as the RAG-DIVE study's Table 1 does (each rater's
 share of "yes" per criterion), with the agreement between raters: percent
-agreement and Cohen's kappa per pair, averaged over pairs. Imports no pytest.
+agreement and Cohen's kappa per pair, averaged over pairs. With ``--accept DRAFTS
+--into GOLDEN`` (a review of ``draft-golden``'s drafts), the accepted conversations
+move into the suite's golden file (:mod:`pytest_ragdive.sources.accept`). Imports no pytest.
 """
 
 from __future__ import annotations
@@ -181,12 +183,26 @@ def summary_lines(s: ReviewSummary) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:
     parser.add_argument("files", nargs="+", type=Path, help="filled review CSV(s) from export-review, one per rater or with a rater column")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--accept", type=Path, default=None, metavar="DRAFTS",
+                        help="the drafts file the CSV reviews (draft-golden's): move the accepted conversations "
+                        "(every turn rated, no 'no') into --into")
+    parser.add_argument("--into", type=Path, default=None, metavar="GOLDEN",
+                        help="with --accept: the suite's golden conversations file that receives them")
 
 
 def run(args: argparse.Namespace) -> int:
-    summary = summarize(read_ratings(args.files))
+    if (args.accept is None) != (args.into is None):
+        raise ReviewError("--accept DRAFTS and --into GOLDEN go together")
+    ratings = read_ratings(args.files)
+    summary = summarize(ratings)
     if args.format == "json":
         print(json.dumps(summary.model_dump(mode="json"), indent=2))
     else:
         print("\n".join(summary_lines(summary)))
+    if args.accept is not None:
+        from ..sources.accept import apply
+        from ..sources.accept import summary as accept_summary
+
+        decision = apply(ratings, args.accept, args.into)
+        print(accept_summary(decision, args.accept, args.into))
     return 0

@@ -13,8 +13,13 @@ __all__ = ["default_handler", "example_from_schema"]
 
 
 def default_handler(body: dict[str, Any]) -> str | dict[str, Any]:
-    """Echo for text calls; a minimal schema instance when a json_schema is requested."""
+    """Echo for text calls; a minimal schema instance when a json_schema is requested;
+    valid drafts for ``draft-golden``'s drafter (:mod:`.draft_replies`)."""
     rf = body.get("response_format") or {}
+    if (rf.get("json_schema") or {}).get("name") == "GoldenDraft":
+        from .draft_replies import draft_reply
+
+        return draft_reply(body)
     if rf.get("type") == "json_schema":
         schema = (rf.get("json_schema") or {}).get("schema") or {}
         return example_from_schema(schema) or {}
