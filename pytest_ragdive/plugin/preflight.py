@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.errors import ConfigError, TargetError, UsageError
 from ..core.paths import check_writable
+from ..run.frameworks import framework_of
 
 if TYPE_CHECKING:
     import pytest
@@ -84,7 +85,7 @@ def check_config(sess: SessionLike) -> None:
             target = sess.default_target()
         except TargetError as e:
             raise TargetSetupError(f"ragdive setup error: target = {_spec(cfg.target)}: {e}") from None
-        if not callable(target):
+        if not callable(target) and framework_of(target) is None:
             raise TargetSetupError(
                 f"ragdive setup error: target = {_spec(cfg.target)} is a {type(target).__name__}, not callable "
                 "(name a function, a class or an object with __call__(messages))"

@@ -27,6 +27,7 @@ from ..gate.outcome import GateStatus, RunOutcome
 from ..metrics.applicable import without_contexts
 from ..metrics.registry import MetricRegistry, activate, deactivate
 from ..run import http_target
+from ..run.frameworks import framework_of
 from ..run.held import HeldConversations
 from ..run.pipeline import Pipeline
 from ..run.planning import Plan, plan_all
@@ -205,7 +206,7 @@ class RagdiveSession:
                 "return your chatbot from it (a callable taking the messages, or pytest_ragdive.http_target(...))",
                 item,
             )
-        elif not callable(target):
+        elif not callable(target) and framework_of(target) is None:
             self.setup_mistake(
                 f"ragdive setup error: the ragdive_target fixture returned a {type(target).__name__}, not callable: "
                 "return your chatbot from it (a callable taking the messages, or pytest_ragdive.http_target(...))",
