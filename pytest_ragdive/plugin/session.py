@@ -336,7 +336,7 @@ class RagdiveSession:
             planned=len(self.plans()),
             completed=completed,
             fatal=list(self.fatal),
-            notes=list(self.notes),
+            notes=self.notes + [n for n in self.pipeline.notes if n not in self.notes],
             llm=self.merged_llm_stats(),
             backend=self.backend_name(),
             judge_models=self.judge_models(),

@@ -56,5 +56,5 @@ def run_suite(
         if conversations is not None:
             conversations.extend(convs)
         result = aggregate(suite, convs)
-    result.notes = notes + pipeline.fatal
+    result.notes = notes + pipeline.notes + pipeline.fatal
     return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,23 @@ if TYPE_CHECKING:
     from ..sources.roles import Role
 
 
+@contextlib.contextmanager
+def capped_answers(conv: Conversation, cap: int) -> Iterator[list[int]]:
+    """Inside: every answer of ``conv`` longer than ``cap`` characters cut to its first ``cap``
+    (the indexes of the turns cut are yielded); after: the answers whole again. Scoring cost
+    grows with the answer's length (and a long answer is support for the later turns): the cap
+    bounds it; answers within the cap are scored exactly as they are."""
+    cut = [i for i, t in enumerate(conv.turns) if t.answer is not None and len(t.answer) > cap]
+    whole = {i: conv.turns[i].answer for i in cut}
+    for i in cut:
+        conv.turns[i].answer = conv.turns[i].answer[:cap]  # type: ignore[index]
+    try:
+        yield cut
+    finally:
+        for i, answer in whole.items():
+            conv.turns[i].answer = answer
+
+
 class Pipeline:
     """Runs plans on a background event loop; holds the LLM client and corpus."""
 
@@ -46,6 +64,7 @@ class Pipeline:
         self.secrets = run_secrets(cfg)  # scrubbed from every reply of the LLM and the target
         self.calls = InFlight()  # the target calls under way (the watchdog reads them)
         self.stalled: str | None = None  # the watchdog's message once the loop stalled: the run stops
+        self.notes: list[str] = []  # notes for the report (answers scored on their first characters)
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -237,8 +256,11 @@ class Pipeline:
         return calls
 
     async def _score(self, conv: Conversation, plan: Plan) -> None:
-        """The offline scores; with a model tier in a worker thread (the checker is slow and
-        releases the GIL, the event loop goes on). A grounding that cannot load ends the run."""
+        """The offline scores, in a worker thread (never on the event loop: a long answer, or
+        the model tier's checker, takes its time there while the other conversations go on;
+        scoring holds no state of the loop's). An answer over ``score_max_answer_chars`` is
+        scored on its first that many characters, with a note. A grounding that cannot load
+        ends the run."""
         from ..metrics.offline import score_conversation
         from ..metrics.pii import PiiCheck
 
@@ -250,10 +272,16 @@ class Pipeline:
             return
         sc = self.cfg.suites.get(plan.suite)
         pii = PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck()
-        if grounding.tier is None:
-            score_conversation(conv, grounding=grounding, pii=pii)
-        else:
+        cap = self.cfg.score_max_answer_chars
+        with capped_answers(conv, cap) as cut:
             await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
+        if cut:
+            note = (
+                f"{conv.suite}/{conv.id} (run {conv.run}): {len(cut)} answer(s) longer than score_max_answer_chars = "
+                f"{cap:,} characters (turn(s) {', '.join(str(i + 1) for i in cut)}) scored on their first {cap:,}"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,

@@ -9,7 +9,8 @@ Two ways an async target stalls a whole run, and what each looks like here:
   a few times a second; when no beat came for longer than the limit (the target
   timeout, at least :data:`MIN_LIMIT_S`) and a last ping is not answered either,
   the loop is blocked. The watchdog reads the loop thread's stack to name the
-  conversation, the turn and the line that blocks.
+  conversation, the turn and the line that blocks; when that line is the plugin's own
+  code (no target call on the stack), it says so rather than blame the target.
 - **It swallows its cancellation**: the timeout cancels the call, the target
   catches ``asyncio.CancelledError`` and carries on. The loop turns, but that
   conversation never ends. The watchdog keeps the target calls in flight
@@ -149,7 +150,16 @@ class Watchdog:
                 return
 
     def _blocked(self, age: float) -> str:
-        where, spot = describe_stack(sys._current_frames().get(self.loop_thread.ident or -1))
+        frame = sys._current_frames().get(self.loop_thread.ident or -1)
+        where, spot = describe_stack(frame)
+        own = own_code(frame)
+        if own is not None:
+            return (
+                f"the ragdive event loop has not turned for {age:.0f} s: the plugin's own code blocks it at {own} "
+                f"(while running {where}), not the target: a pytest-ragdive problem, please report it "
+                "(score_max_answer_chars bounds the scoring of a very long answer). "
+                "The run stopped: its reports are partial, nothing was gated"
+            )
         return (
             f"the ragdive event loop has not turned for {age:.0f} s (more than target_timeout_s = "
             f"{self.target_timeout_s:g} s{'' if self.target_timeout_s >= self.min_limit_s else f', at least {self.min_limit_s:g} s'}): "
@@ -189,6 +199,27 @@ def describe_stack(frame: FrameType | None) -> tuple[str, str]:
             where = f"the target call of {call_label(info)}" if info is not None else "the target call of a stand-alone probe"
         f = f.f_back
     return where, spot
+
+
+#: the plugin's plumbing around a target call: on the stack of whatever the loop runs
+_PLUMBING = (_TURN_LOOP, _TARGET, "pytest_ragdive.run.watchdog", "pytest_ragdive.run.loop_executor",
+             "pytest_ragdive.run.pipeline")
+
+
+def own_code(frame: FrameType | None) -> str | None:
+    """Where the plugin's own code blocks the loop (``file:line in function``, the innermost
+    frame of pytest_ragdive outside the plumbing around a target call), or None when a target
+    call is on the stack (the target's code is only ever called from there) or no plugin frame is."""
+    own = None
+    f = frame
+    while f is not None:
+        module = f.f_globals.get("__name__", "")
+        if module == _TARGET:
+            return None
+        if own is None and module.startswith("pytest_ragdive.") and not module.startswith(_PLUMBING):
+            own = f"{module.replace('.', '/')}.py:{f.f_lineno} in {f.f_code.co_name}"
+        f = f.f_back
+    return own
 
 
 def _turn_label(local: dict[str, Any]) -> str:
