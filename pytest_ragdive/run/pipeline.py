@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from ..sources.roles import Role
 
 
+def _resolved(conv: Conversation) -> concurrent.futures.Future[Conversation]:
+    fut: concurrent.futures.Future[Conversation] = concurrent.futures.Future()
+    fut.set_result(conv)
+    return fut
+
+
 #: a conversation whose answers hold this many characters in all is scored in a worker thread
 OFF_LOOP_CHARS = 20_000
 
@@ -203,9 +209,9 @@ class Pipeline:
         for k, fut in old.items():
             if fut.done() and not fut.cancelled():
                 self._futures[k] = fut
-        done: concurrent.futures.Future[Conversation] = concurrent.futures.Future()
-        done.set_result(conv)
-        self._futures[key] = done
+            elif k in self._done:  # finished on the loop, not yet handed to its future: not run again
+                self._futures[k] = _resolved(self._done[k])
+        self._futures[key] = _resolved(conv)
         for k, fut in old.items():
             if k not in self._futures:
                 plan, target = self._submitted[k]
