@@ -96,6 +96,11 @@ class RagdiveConfig(Strict):
         "first value and below the second (or both 1.0); the other turns keep the offline figure, with a verdict "
         "saying so (None: every turn is judged)",
     )
+    score_max_answer_chars: int = Field(
+        100_000, ge=1_000,
+        description="an answer longer than this is scored (offline metrics, safety, personal data) on its first "
+        "this many characters, with a note in the report; the answer itself is kept whole",
+    )
     forgetfulness_probe: bool = True  # ask each context-dependent turn's stand-alone question in a fresh history (forgetfulness, context_retention)
     redact_env: list[str] = Field(default_factory=list)  # variables whose values are scrubbed (***) from every reply
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
@@ -342,6 +347,7 @@ class RagdiveConfig(Strict):
         keys = (
             "suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
             "llm", "model", "judges", "metric_modules", "faithfulness_backend", "nli", "judge_band",
+            "score_max_answer_chars",
         )
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)

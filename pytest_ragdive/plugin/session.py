@@ -164,12 +164,16 @@ class RagdiveSession:
             if item is not None and self.scheduler is not None:
                 self.scheduler.schedule(self, item, atarget)
             fut = self.pipeline.submit(plan, atarget)
-            if self.deadline_at is None:
-                conv = self.progress.wait(fut) if self.progress is not None else fut.result()
-            elif self.progress is not None:
-                conv = self.progress.wait(fut, deadline=self.deadline_at)
-            else:
-                conv = fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
+            while True:
+                try:
+                    conv = self._wait(fut)
+                    break
+                except concurrent.futures.CancelledError:
+                    # a conversation blocked the loop: this one goes on on a fresh loop (or is the stuck one)
+                    moved = self.pipeline.current(plan.key)
+                    if self.pipeline.stalled is not None or moved is None or moved is fut:
+                        raise
+                    fut = moved
             self._check_first_reply(target, item)
             return conv
         except concurrent.futures.TimeoutError:
@@ -191,6 +195,14 @@ class RagdiveSession:
         if item is not None:  # (shouldfail, not shouldstop: the exit code is 1, "tests failed")
             item.session.shouldfail = "ragdive: the event loop stalled (see the ragdive error below)"
         pytest.fail(f"not finished: {stalled}", pytrace=False)
+
+    def _wait(self, fut: concurrent.futures.Future[Conversation]) -> Conversation:
+        """The conversation ``fut`` gives, under the deadline and the progress line if any."""
+        if self.deadline_at is None:
+            return self.progress.wait(fut) if self.progress is not None else fut.result()
+        if self.progress is not None:
+            return self.progress.wait(fut, deadline=self.deadline_at)
+        return fut.result(timeout=max(0.0, self.deadline_at - time.monotonic()))
 
     def _wrap(self, target: Any) -> AsyncTarget:
         """The target as the pipeline calls it: timed out, scrubbed of the run's secrets, watched."""
@@ -337,7 +349,7 @@ class RagdiveSession:
             planned=len(self.plans()),
             completed=completed,
             fatal=list(self.fatal),
-            notes=list(self.notes),
+            notes=self.notes + [n for n in self.pipeline.notes if n not in self.notes],
             llm=self.merged_llm_stats(),
             backend=self.backend_name(),
             judge_models=self.judge_models(),

@@ -46,7 +46,7 @@ def run_suite(
         atarget = as_async(target, cfg.target_timeout_s, secrets=pipeline.secrets, calls=pipeline.calls)
         try:
             futures = [pipeline.submit(p, atarget) for p in plans]
-            convs = [f.result() for f in futures]
+            convs = [_result(pipeline, p.key, f) for p, f in zip(plans, futures, strict=True)]
         except concurrent.futures.CancelledError:
             if pipeline.stalled is None:
                 raise
@@ -56,5 +56,17 @@ def run_suite(
         if conversations is not None:
             conversations.extend(convs)
         result = aggregate(suite, convs)
-    result.notes = notes + pipeline.fatal
+    result.notes = notes + pipeline.notes + pipeline.fatal
     return result
+
+
+def _result(pipeline: Pipeline, key: str, fut: concurrent.futures.Future[Conversation]) -> Conversation:
+    """A plan's conversation; one moved to a fresh loop (another conversation blocked the loop) is waited for there."""
+    while True:
+        try:
+            return fut.result()
+        except concurrent.futures.CancelledError:
+            moved = pipeline.current(key)
+            if pipeline.stalled is not None or moved is None or moved is fut:
+                raise
+            fut = moved

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +21,40 @@ from ..sources.golden import load_corpus
 from .planning import Plan
 from .target import AsyncTarget
 from .turn_loop import BackgroundLoop, OnTurn, record_error, run_conversation, run_scripted
-from .watchdog import InFlight
+from .watchdog import STOPPED, InFlight
 
 if TYPE_CHECKING:
     from ..metrics.backends import JudgeAsItRuns
     from ..metrics.judged import ConversationJudge
     from ..metrics.offline import Grounding
     from ..sources.roles import Role
+
+
+def _resolved(conv: Conversation) -> concurrent.futures.Future[Conversation]:
+    fut: concurrent.futures.Future[Conversation] = concurrent.futures.Future()
+    fut.set_result(conv)
+    return fut
+
+
+#: a conversation whose answers hold this many characters in all is scored in a worker thread
+OFF_LOOP_CHARS = 20_000
+
+
+@contextlib.contextmanager
+def capped_answers(conv: Conversation, cap: int) -> Iterator[list[int]]:
+    """Inside: every answer of ``conv`` longer than ``cap`` characters cut to its first ``cap``
+    (the indexes of the turns cut are yielded); after: the answers whole again. Scoring cost
+    grows with the answer's length (and a long answer is support for the later turns): the cap
+    bounds it; answers within the cap are scored exactly as they are."""
+    cut = [i for i, t in enumerate(conv.turns) if t.answer is not None and len(t.answer) > cap]
+    whole = {i: conv.turns[i].answer for i in cut}
+    for i in cut:
+        conv.turns[i].answer = conv.turns[i].answer[:cap]  # type: ignore[index]
+    try:
+        yield cut
+    finally:
+        for i, answer in whole.items():
+            conv.turns[i].answer = answer
 
 
 class Pipeline:
@@ -46,6 +74,10 @@ class Pipeline:
         self.secrets = run_secrets(cfg)  # scrubbed from every reply of the LLM and the target
         self.calls = InFlight()  # the target calls under way (the watchdog reads them)
         self.stalled: str | None = None  # the watchdog's message once the loop stalled: the run stops
+        self._submitted: dict[str, tuple[Plan, AsyncTarget]] = {}  # plan key -> what it was started with
+        self._abandoned: list[BackgroundLoop] = []  # loops a blocking target stopped (left to their thread)
+        self._old_llm: list[Any] = []  # LLM clients of abandoned loops (their statistics still count)
+        self.notes: list[str] = []  # notes for the report (answers scored on their first characters)
 
     # -- shared resources ---------------------------------------------------
     def documents(self) -> dict[str, Document]:
@@ -79,9 +111,12 @@ class Pipeline:
         return self._llm is not None
 
     def llm_stats(self) -> dict[str, Any] | None:
-        if self._llm is None:
+        clients = [c for c in (*self._old_llm, self._llm) if c is not None]
+        if not clients:
             return None
-        stats = self._llm.stats
+        stats = clients[0].stats
+        for other in clients[1:]:
+            stats = stats.merge(other.stats)
         return stats.model_dump(mode="json") if hasattr(stats, "model_dump") else None
 
     def progress(self) -> Snapshot:
@@ -109,6 +144,7 @@ class Pipeline:
         if fut is None:
             if self.stalled is not None:
                 raise TargetError(self.stalled)
+            self._submitted[plan.key] = (plan, target)
             if self._loop is None:
                 self._loop = BackgroundLoop(
                     self.cfg.concurrency, self.cfg.target_timeout_s, on_stall=self._stall, calls=self.calls
@@ -124,15 +160,65 @@ class Pipeline:
         self._done[plan.key] = conv
         return conv
 
+    def current(self, key: str) -> concurrent.futures.Future[Conversation] | None:
+        """The future a plan runs under now (a new one once it moved to a fresh loop)."""
+        return self._futures.get(key)
+
     def _stall(self, message: str) -> None:
-        """The watchdog found the loop blocked (or a call that ignores its cancellation):
-        every conversation still waited for is cancelled, so that the run ends now
-        (called in the watchdog's thread)."""
+        """The watchdog found the loop blocked (or a call that ignores its cancellation),
+        called in the watchdog's thread. A loop blocked inside one conversation's turn costs
+        that conversation only (:meth:`_move_on`); otherwise every conversation still waited
+        for is cancelled, so that the run ends now."""
+        loop = self._loop
+        stuck = loop.watchdog.stuck if loop is not None and loop.watchdog is not None else None
+        if loop is not None and stuck is not None and self._move_on(loop, stuck, message):
+            return
         self.stalled = message
         if message not in self.fatal:
             self.fatal.append(message)
         for fut in list(self._futures.values()):
             fut.cancel()
+
+    def _move_on(self, loop: BackgroundLoop, stuck: Conversation, message: str) -> bool:
+        """The loop is blocked inside ``stuck``'s turn: that conversation is finished as stuck
+        (its turns so far, the watchdog's message as its error), the blocked loop is left to its
+        thread, and every other unfinished conversation starts again on a fresh loop (its turns
+        so far are asked again: a conversation is one unit). The waiting items see their future
+        cancelled and wait on the new one (:meth:`current`). False (nothing done) when the
+        conversation is not one this pipeline runs."""
+        key = stuck.key
+        if key not in self._submitted or key in self._done:
+            return False
+        text = message.replace(STOPPED, "").rstrip()
+        conv = stuck.model_copy(update={"turns": [t for t in stuck.turns if t.answer is not None]})
+        conv.error = (
+            f"stuck: {text} This conversation is reported as stuck; the others went on on a fresh event loop"
+        )
+        self.notes.append(
+            f"{stuck.suite}/{stuck.id} (run {stuck.run}) blocked the event loop and is reported as stuck; "
+            "the other conversations ran to the end on a fresh event loop"
+        )
+        self._done[key] = conv
+        self.calls.drop(stuck.suite, stuck.id, stuck.run)  # given up on: not a call the next loop's watchdog waits for
+        self._abandoned.append(loop)
+        self._loop = None
+        if self._llm is not None:  # its connections belong to the blocked loop
+            self._old_llm.append(self._llm)
+            self._llm = None
+        old, self._futures = self._futures, {}
+        for k, fut in old.items():
+            if fut.done() and not fut.cancelled():
+                self._futures[k] = fut
+            elif k in self._done:  # finished on the loop, not yet handed to its future: not run again
+                self._futures[k] = _resolved(self._done[k])
+        self._futures[key] = _resolved(conv)
+        for k, fut in old.items():
+            if k not in self._futures:
+                plan, target = self._submitted[k]
+                self.submit(plan, target)
+            if not fut.done():
+                fut.cancel()  # (after the new one is in place: a waiter finds it)
+        return True
 
     def finished(self, key: str | None = None) -> list[Conversation]:
         """The conversations that finished and are still held (not released; ``key``: that
@@ -155,6 +241,9 @@ class Pipeline:
         self._released.turns += len(fut.result().turns)
 
     def close(self) -> None:
+        for blocked in self._abandoned:
+            blocked.close()  # (blocked: waits for nothing)
+        self._abandoned.clear()
         if self._loop is not None:
             if self._llm is not None and hasattr(self._llm, "aclose") and self._loop.turning():  # a blocked loop: no wait
                 try:
@@ -237,8 +326,12 @@ class Pipeline:
         return calls
 
     async def _score(self, conv: Conversation, plan: Plan) -> None:
-        """The offline scores; with a model tier in a worker thread (the checker is slow and
-        releases the GIL, the event loop goes on). A grounding that cannot load ends the run."""
+        """The offline scores: long answers (:data:`OFF_LOOP_CHARS` in all) and the model tier
+        in a worker thread (they take their time there while the other conversations go on),
+        the usual few sentences at once on the loop (a conversation scored so is finished before
+        any other turn runs: a target that blocks the loop next cannot hold it back). An answer
+        over ``score_max_answer_chars`` is scored on its first that many characters, with a
+        note. A grounding that cannot load ends the run."""
         from ..metrics.offline import score_conversation
         from ..metrics.pii import PiiCheck
 
@@ -250,10 +343,20 @@ class Pipeline:
             return
         sc = self.cfg.suites.get(plan.suite)
         pii = PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck()
-        if grounding.tier is None:
-            score_conversation(conv, grounding=grounding, pii=pii)
-        else:
-            await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
+        cap = self.cfg.score_max_answer_chars
+        long = sum(len(t.answer or "") for t in conv.turns) >= OFF_LOOP_CHARS
+        with capped_answers(conv, cap) as cut:
+            if grounding.tier is None and not long:  # milliseconds: at once, as the turn loop ends
+                score_conversation(conv, grounding=grounding, pii=pii)
+            else:
+                await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
+        if cut:
+            note = (
+                f"{conv.suite}/{conv.id} (run {conv.run}): {len(cut)} answer(s) longer than score_max_answer_chars = "
+                f"{cap:,} characters (turn(s) {', '.join(str(i + 1) for i in cut)}) scored on their first {cap:,}"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,

@@ -122,7 +122,19 @@ class BackgroundLoop:
                 asyncio.run_coroutine_threadsafe(_cancel_all(), self._loop).result(timeout=6)
             except Exception:  # noqa: BLE001 - best effort at shutdown
                 pass
-        self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        else:  # blocked: nothing waits; should it unblock, it cancels its tasks (none left unawaited), then stops
+
+            async def _cancel_then_stop() -> None:
+                try:
+                    await _cancel_all()
+                finally:
+                    self._loop.stop()
+
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_then_stop(), self._loop)
+            except RuntimeError:  # closed already
+                pass
         if turning:
             self._thread.join(timeout=5)
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -9,7 +9,8 @@ Two ways an async target stalls a whole run, and what each looks like here:
   a few times a second; when no beat came for longer than the limit (the target
   timeout, at least :data:`MIN_LIMIT_S`) and a last ping is not answered either,
   the loop is blocked. The watchdog reads the loop thread's stack to name the
-  conversation, the turn and the line that blocks.
+  conversation, the turn and the line that blocks; when that line is the plugin's own
+  code (no target call on the stack), it says so rather than blame the target.
 - **It swallows its cancellation**: the timeout cancels the call, the target
   catches ``asyncio.CancelledError`` and carries on. The loop turns, but that
   conversation never ends. The watchdog keeps the target calls in flight
@@ -46,6 +47,8 @@ PING_S = 0.5
 _TURN_LOOP = "pytest_ragdive.run.turn_loop"
 _TARGET = "pytest_ragdive.run.target"
 _LIBRARY = ("asyncio", "selectors", "threading", "concurrent", "contextlib")
+#: how a stall message ends when the run stops
+STOPPED = "The run stopped: its reports are partial, nothing was gated"
 
 
 class InFlight:
@@ -63,6 +66,12 @@ class InFlight:
 
     def end(self, n: int) -> None:
         self._calls.pop(n, None)
+
+    def drop(self, suite: str, conversation_id: str, run: int) -> None:
+        """Forget one conversation's calls (a stuck conversation, given up on: not overdue)."""
+        for n, (_, _, info) in list(self._calls.items()):
+            if info is not None and (info.suite, info.conversation_id, info.run) == (suite, conversation_id, run):
+                self._calls.pop(n, None)
 
     def overdue(self, grace_s: float, now: float) -> tuple[float, float, CallInfo | None] | None:
         """The oldest call still running ``grace_s`` after its timeout: (age, timeout, info)."""
@@ -104,6 +113,7 @@ class Watchdog:
         self.interval_s = 0.25
         self.last_beat = time.monotonic()
         self.stalled: str | None = None
+        self.stuck: Any = None  # the Conversation whose turn blocks the loop (its run_conversation's), when one does
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="ragdive-watchdog", daemon=True)
 
@@ -141,7 +151,7 @@ class Watchdog:
                     f"{call_label(info)}: the target has not returned {age:.0f} s after the call started, although "
                     f"its timeout (target_timeout_s = {timeout_s:g} s) cancelled it {age - timeout_s:.0f} s ago: an "
                     "async target that catches asyncio.CancelledError and carries on never ends; let the "
-                    "cancellation through. The run stopped: its reports are partial, nothing was gated"
+                    "cancellation through. " + STOPPED
                 )
             if message is not None and not self._stop.is_set():
                 self.stalled = message
@@ -149,14 +159,24 @@ class Watchdog:
                 return
 
     def _blocked(self, age: float) -> str:
-        where, spot = describe_stack(sys._current_frames().get(self.loop_thread.ident or -1))
+        frame = sys._current_frames().get(self.loop_thread.ident or -1)
+        where, spot = describe_stack(frame)
+        own = own_code(frame)
+        self.stuck = None if own is not None else stuck_conversation(frame)
+        if own is not None:
+            return (
+                f"the ragdive event loop has not turned for {age:.0f} s: the plugin's own code blocks it at {own} "
+                f"(while running {where}), not the target: a pytest-ragdive problem, please report it "
+                "(score_max_answer_chars bounds the scoring of a very long answer). "
+                + STOPPED
+            )
         return (
             f"the ragdive event loop has not turned for {age:.0f} s (more than target_timeout_s = "
             f"{self.target_timeout_s:g} s{'' if self.target_timeout_s >= self.min_limit_s else f', at least {self.min_limit_s:g} s'}): "
             f"{where} blocks it{f' at {spot}' if spot else ''}. A blocking call inside an async target (time.sleep, "
             "a synchronous HTTP client, heavy CPU work) stops every conversation: await it (asyncio.sleep, an async "
             "client, asyncio.to_thread), or make the target a plain def (it then runs in a thread of its own). "
-            "The run stopped: its reports are partial, nothing was gated"
+            + STOPPED
         )
 
 
@@ -189,6 +209,37 @@ def describe_stack(frame: FrameType | None) -> tuple[str, str]:
             where = f"the target call of {call_label(info)}" if info is not None else "the target call of a stand-alone probe"
         f = f.f_back
     return where, spot
+
+
+#: the plugin's plumbing around a target call: on the stack of whatever the loop runs
+_PLUMBING = (_TURN_LOOP, _TARGET, "pytest_ragdive.run.watchdog", "pytest_ragdive.run.loop_executor",
+             "pytest_ragdive.run.pipeline")
+
+
+def stuck_conversation(frame: FrameType | None) -> Any:
+    """The conversation whose turn loop is on the stack (None when none is)."""
+    f = frame
+    while f is not None:
+        if f.f_globals.get("__name__", "") == _TURN_LOOP and f.f_code.co_name == "run_conversation":
+            return f.f_locals.get("conv")
+        f = f.f_back
+    return None
+
+
+def own_code(frame: FrameType | None) -> str | None:
+    """Where the plugin's own code blocks the loop (``file:line in function``, the innermost
+    frame of pytest_ragdive outside the plumbing around a target call), or None when a target
+    call is on the stack (the target's code is only ever called from there) or no plugin frame is."""
+    own = None
+    f = frame
+    while f is not None:
+        module = f.f_globals.get("__name__", "")
+        if module == _TARGET:
+            return None
+        if own is None and module.startswith("pytest_ragdive.") and not module.startswith(_PLUMBING):
+            own = f"{module.replace('.', '/')}.py:{f.f_lineno} in {f.f_code.co_name}"
+        f = f.f_back
+    return own
 
 
 def _turn_label(local: dict[str, Any]) -> str:

@@ -93,11 +93,22 @@ class ScriptedConversation(_Row):
     turns: list[ScriptedTurn] = Field(min_length=1)
 
 
+#: the largest golden (or corpus) file read: a file is read whole and parsed, several times its size
+#: in memory; a larger one is refused with one line (split it)
+MAX_GOLDEN_BYTES = 64 * 2**20
+
+
 def _rows(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any, Any]]:
     """(line, row, where) triples; line is 1-based (YAML: the row's first line; where: the
     row's :class:`RowRef`, which finds the line of every key inside it; None for JSONL)."""
     if not path.is_file():
         raise GoldenError(f"{path}: file not found")
+    size = path.stat().st_size
+    if size > MAX_GOLDEN_BYTES:
+        raise GoldenError(
+            f"{path}: {size / 2**20:,.0f} MiB, more than the {MAX_GOLDEN_BYTES // 2**20} MiB a golden or corpus file "
+            "may hold (it is read whole): split it into several files listed in the suite"
+        )
     text = read_text(path, GoldenError)
     if path.suffix == ".jsonl":
         out: list[tuple[int, Any, Any]] = []

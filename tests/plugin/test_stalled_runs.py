@@ -82,7 +82,36 @@ def _ids(data: dict) -> set[str]:
 ALL = {"q-sky", "q-grass", "q-snow", "c-colours", "c-grass"}
 
 
-@pytest.mark.parametrize("swallow", [False, True], ids=["time.sleep", "swallows-cancel"])
+def test_a_target_that_blocks_the_loop_costs_one_conversation(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 (8): a time.sleep inside an async target on one conversation. Before, the run
+    ended there (exit 1), the conversations behind it not reported and nothing gated. Now the
+    stuck conversation fails its item as stuck, naming where it blocks, and every other one runs
+    to the end on a fresh event loop, reported and gated."""
+    _project(pytester, monkeypatch, extra="target_timeout_s = 1")
+    rec = pytester.runpytest_subprocess("--ragdive-suite=core", "-p", "no:cacheprovider",
+                                        "--ragdive-baseline=baseline.json", "--ragdive-update-baseline", timeout=60)
+    assert rec.ret == 0, rec.stdout.str()
+    monkeypatch.setenv("TOY_BLOCK_ON", "Is snow cold")  # q-snow, the third item
+    res = pytester.runpytest_subprocess("--ragdive-suite=core", "-p", "no:cacheprovider",
+                                        "--ragdive-baseline=baseline.json", timeout=60)
+    out = res.stdout.str()
+    assert res.ret == pytest.ExitCode.TESTS_FAILED, out
+    res.assert_outcomes(passed=4, failed=1)
+    res.stdout.fnmatch_lines([
+        "*core/q-snow (run 0) did not finish: stuck: the ragdive event loop has not turned for * s*conversation "
+        "core/q-snow (run 0), turn 1 ('Is snow cold?') blocks it at *conftest.py:* in abot*the others went on*",
+    ])
+    assert "Traceback" not in out
+    data = _results(pytester)
+    assert data["info"]["completed"] is True and not data["fatal"] and not data["not_run"], out
+    assert _ids(data) == ALL  # every conversation reported, the stuck one too
+    snow = next(c for c in data["conversations"] if c["id"] == "q-snow")
+    assert snow["error"].startswith("stuck: ")
+    assert data["gate"], out  # the others gated
+    assert any("blocked the event loop and is reported as stuck" in n for n in data["notes"])
+
+
+@pytest.mark.parametrize("swallow", [True], ids=["swallows-cancel"])
 def test_a_target_that_stalls_the_loop_ends_the_run_naming_where(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, swallow: bool
 ) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.core.errors import TargetError
 from pytest_ragdive.core.records import CallInfo, Conversation, Turn
 from pytest_ragdive.run.target import as_async
 from pytest_ragdive.run.turn_loop import BackgroundLoop, run_conversation
@@ -144,7 +143,9 @@ def test_closing_a_blocked_loop_waits_for_nothing() -> None:
     bg._loop.close()
 
 
-def test_run_suite_ends_with_one_error_naming_the_stall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_suite_reports_the_stuck_conversation_naming_the_stall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 (8): the stuck conversation is reported as stuck (before: run_suite raised and
+    reported nothing); the others run to the end on a fresh loop."""
     import json
 
     from pytest_ragdive import run_suite
@@ -152,13 +153,21 @@ def test_run_suite_ends_with_one_error_naming_the_stall(tmp_path: Path, monkeypa
     from pytest_ragdive.run import watchdog
 
     monkeypatch.setattr(watchdog, "MIN_LIMIT_S", 0.5)
-    (tmp_path / "single.jsonl").write_text(json.dumps({"question_id": "q", "question": "Is snow cold?"}) + "\n")
+    rows = [{"question_id": "q", "question": "Is snow cold?"}, {"question_id": "q2", "question": "Is grass green?"}]
+    (tmp_path / "single.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     cfg = RagdiveConfig.model_validate({"target_timeout_s": 0.2, "suites": {"core": {"single_turn": ["single.jsonl"]}}})
     cfg = cfg.model_copy(update={"base_dir": str(tmp_path)})
 
     async def blocking_bot(messages: list[dict[str, str]]) -> str:
-        time.sleep(3)
-        return "late"
+        if "snow" in messages[-1]["content"]:
+            time.sleep(3)
+            return "late"
+        return "Grass is green."
 
-    with pytest.raises(TargetError, match="event loop has not turned"):
-        run_suite(blocking_bot, cfg)
+    convs: list[Conversation] = []
+    result = run_suite(blocking_bot, cfg, conversations=convs)
+    by_id = {c.id: c for c in convs}
+    assert set(by_id) == {"q", "q2"}
+    assert by_id["q"].error is not None and by_id["q"].error.startswith("stuck: the ragdive event loop has not turned")
+    assert by_id["q2"].error is None and by_id["q2"].turns[0].answer == "Grass is green."
+    assert any("blocked the event loop and is reported as stuck" in n for n in result.notes), result.notes
