@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Sequence
@@ -229,9 +230,10 @@ class RagdiveConfig(Strict):
         self._metrics = registry
 
     def path(self, p: str) -> Path:
-        """Resolve a path from the config against the config file's directory."""
+        """Resolve a path from the config against the config file's directory (made absolute,
+        never followed through a symbolic link: a write replaces a link, never its target)."""
         q = Path(p).expanduser()
-        return q if q.is_absolute() else (Path(self.base_dir) / q).resolve()
+        return q if q.is_absolute() else Path(os.path.abspath(Path(self.base_dir) / q))
 
     def requested_suites(self) -> list[str]:
         """The suites ``suite`` names (``all``: every configured suite, in config order)."""
