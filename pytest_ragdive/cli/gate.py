@@ -11,6 +11,7 @@ part, 4 bad input or no baseline to gate against, 5 nothing ran). Imports no pyt
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from ..core.config import RagdiveConfig, find_config_file, load_config
@@ -74,7 +75,7 @@ def conclude_results(
     cfg = load_run_config(
         config, merged,
         baseline=str(baseline_path.resolve()) if baseline_path is not None else None,
-        report_dir=str(report_dir.resolve()) if report_dir is not None else None,
+        report_dir=os.path.abspath(report_dir) if report_dir is not None else None,  # a link is replaced, not followed
     )
     if gating and baseline_path is None:
         if not cfg.baseline:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ..core.config import RagdiveConfig, find_config_file, load_config
 from ..core.errors import ConfigError, LogFormatError, one_line
+from ..core.paths import atomic_open
 from ..online.alerts import ALERT_NAMES, render_rules
 from ..online.config import OnlineConfig
 from ..online.logs import read_logs
@@ -64,7 +65,8 @@ def _alert_rules(args: argparse.Namespace) -> int:
         out = Path(args.output)
         if out.is_dir():
             raise ConfigError(f"alert-rules: {out} is a directory")
-        out.write_text(text, encoding="utf-8")
+        with atomic_open(out) as fh:
+            fh.write(text)
         print(f"wrote {len(ALERT_NAMES)} alert rules to {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -100,7 +102,8 @@ def _logs_to_suite(args: argparse.Namespace) -> int:
         raise LogFormatError(f"logs-to-suite: no request in {', '.join(args.logs)}")
     convs = conversations(log)
     selected = select(convs, low_grounding=cfg.low_grounding, sample=cfg.sample, seed=cfg.seed)
-    out.write_text(render_candidates(selected, ", ".join(Path(p).name for p in args.logs)), encoding="utf-8")
+    with atomic_open(out) as fh:
+        fh.write(render_candidates(selected, ", ".join(Path(p).name for p in args.logs)))
     counts = {r: sum(1 for _, why in selected if any(w.startswith(f"{r} (") for w in why)) for r in REASONS}
     counts["sampled"] = sum(1 for _, why in selected if why == ["sampled"])
     detail = ", ".join(f"{n} {r}" for r, n in counts.items() if n)

@@ -102,8 +102,9 @@ def sample_rows(
 def write_review(path: Path, rows: list[dict[str, str]], force: bool = False) -> None:
     if path.exists() and not force:
         raise ReviewError(f"{path} exists (it may hold ratings): choose another -o or pass --force to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    from ..core.paths import atomic_open
+
+    with atomic_open(path, newline="") as fh:  # a link at the path is replaced, never written through
         w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         w.writeheader()
         w.writerows(rows)

@@ -81,10 +81,10 @@ def run(args: argparse.Namespace) -> int:
     proposed = {q.id: q for q in asyncio.run(go())} if todo else {}
     order = [item.id or item.question_id or "" for _, item in items]
     rows = [kept.get(i) or proposed[i] for i in order]
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(
-        "".join(json.dumps(q.model_dump(mode="json"), ensure_ascii=False) + "\n" for q in rows), encoding="utf-8"
-    )
+    from ..core.paths import atomic_open
+
+    with atomic_open(args.output) as fh:
+        fh.write("".join(json.dumps(q.model_dump(mode="json"), ensure_ascii=False) + "\n" for q in rows))
     failing = sum(1 for q in proposed.values() if q.notes.startswith(("fails", "segmentation", "intent")))
     print(
         f"ragdive shard: {len(proposed)} proposed ({failing} failing the mechanical checks), "

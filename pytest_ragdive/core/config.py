@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Sequence
@@ -117,6 +118,11 @@ class RagdiveConfig(Strict):
     online: OnlineConfig = Field(default_factory=lambda: OnlineConfig())
     judges: dict[str, JudgeConfig] = Field(default_factory=dict, description="rubric judges: [tool.ragdive.judges.NAME] defines the LLM-judged metric NAME")
     metric_modules: list[str] = Field(default_factory=list, description="modules whose @pytest_ragdive.metric functions are metrics of this project (besides conftest.py and entry points)")
+    allow_python_assertions: bool = Field(
+        False, description="golden data may hold `python: \"module:function\"` checks in its assert: lists, which "
+        "import and call code; without this, such a check is a usage error (a pull request that edits golden data "
+        "cannot run code in CI)",
+    )
     # where the config came from; paths resolve against its directory
     source: str | None = Field(None, exclude=True)  # set by the loader: the file the config was read from (not a file key)
     base_dir: str = Field(".", exclude=True)  # set by the loader: the config file's directory, against which paths resolve (not a file key)
@@ -255,9 +261,10 @@ class RagdiveConfig(Strict):
         self._metrics = registry
 
     def path(self, p: str) -> Path:
-        """Resolve a path from the config against the config file's directory."""
+        """Resolve a path from the config against the config file's directory (made absolute,
+        never followed through a symbolic link: a write replaces a link, never its target)."""
         q = Path(p).expanduser()
-        return q if q.is_absolute() else (Path(self.base_dir) / q).resolve()
+        return q if q.is_absolute() else Path(os.path.abspath(Path(self.base_dir) / q))
 
     def requested_suites(self) -> list[str]:
         """The suites ``suite`` names (``all``: every configured suite, in config order)."""

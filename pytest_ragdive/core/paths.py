@@ -11,7 +11,9 @@ directory with a temporary file that it removes at once.
 the caller's usage error naming the file, line and column.
 
 :func:`atomic_open` writes a file so that a reader (or a run killed halfway)
-never sees half of it: a temporary file in the same directory, renamed into place.
+never sees half of it: a temporary file in the same directory, renamed into place. The
+rename replaces a symbolic link at the path, never the file it points to; and no write
+goes inside a ``.git`` folder (:func:`refuse_inside_git`: a usage error, exit 4).
 """
 
 from __future__ import annotations
@@ -36,16 +38,33 @@ def check_writable(report_dir: Path | None = None, baseline: Path | None = None)
     """
     if report_dir is not None:
         what = f"cannot write reports to {report_dir} (--ragdive-report-dir / report_dir)"
+        refuse_inside_git(report_dir, what, folder=True)
         if report_dir.exists() and not report_dir.is_dir():
             raise PathError(f"ragdive {what}: it is a file, not a directory")
         _check_dir(report_dir, what)
     if baseline is not None:
         what = f"cannot write the baseline {baseline} (--ragdive-baseline / baseline)"
+        refuse_inside_git(baseline, what)
         if baseline.is_dir():
             raise PathError(f"ragdive {what}: it is a directory; name a file such as {baseline / 'baseline.json'}")
-        if baseline.exists():
+        if baseline.exists() and not baseline.is_symlink():  # a link is replaced, never written through
             _probe_file(baseline, what)
         _check_dir(baseline.parent, what)
+
+
+def inside_git(path: Path, *, folder: bool = False) -> bool:
+    """Whether writing ``path`` (a file; ``folder``: a directory) would write inside a ``.git``
+    folder: as written, or where its folder's links lead (the file itself, a link, is replaced)."""
+    lexical = Path(os.path.abspath(path))
+    real = Path(os.path.realpath(lexical if folder else lexical.parent))
+    return any(part.lower() == ".git" for part in (*lexical.parts, *real.parts))
+
+
+def refuse_inside_git(path: Path, what: str = "", *, folder: bool = False) -> None:
+    """Raise :class:`PathError` (one line, exit 4) when ``path`` lies inside a ``.git`` folder."""
+    if inside_git(path, folder=folder):
+        what = what or f"cannot write {path}"
+        raise PathError(f"ragdive {what}: it is inside a .git folder, which the plugin never writes")
 
 
 def _check_dir(directory: Path, what: str) -> None:
@@ -121,15 +140,18 @@ def read_input(path: Path, what: str, error: type[UsageError], missing: str) -> 
 
 
 @contextmanager
-def atomic_open(path: Path) -> Iterator[TextIO]:
+def atomic_open(path: Path, newline: str | None = None) -> Iterator[TextIO]:
     """A UTF-8 text file that replaces ``path`` when the block ends without an error:
     written to a unique temporary file beside it (``.NAME.*.tmp``; concurrent writers
     never clash), synced, then renamed into place; removed on an error. The same bytes
-    as ``open(path, "w", encoding="utf-8")`` would write."""
+    as ``open(path, "w", encoding="utf-8")`` would write. A symbolic link at ``path`` is
+    replaced by the file (the file it pointed to is left as it was); a path inside ``.git``
+    raises :class:`PathError`."""
+    refuse_inside_git(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

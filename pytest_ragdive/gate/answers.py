@@ -105,7 +105,10 @@ def write_answers(baseline_path: Path, answers: BaselineAnswers) -> Path:
     import os
     import tempfile
 
+    from ..core.paths import refuse_inside_git
+
     path = answers_file(baseline_path)
+    refuse_inside_git(path)  # a link at the path is replaced by the rename below, never written through
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

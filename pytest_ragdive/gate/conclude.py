@@ -9,6 +9,7 @@ command-line gate calls them on merged result files.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -307,6 +308,9 @@ def _publish(
 
         assert cfg.baseline is not None
         path = cfg.path(cfg.baseline)
+        if path.is_symlink():  # replaced, never written through (atomic_open's rename)
+            outcome.notes.append(f"the baseline {path} was a symbolic link (to {os.readlink(path)}): the link is "
+                                 "replaced by the new baseline file, the file it pointed to is left as it was")
         if outcome.recorded_answers is not None:  # first: the baseline never names a file not there
             from .answers import write_answers
 
@@ -318,11 +322,27 @@ def _publish(
     from ..reports.write import write_reports
 
     report_dir = cfg.path(cfg.report_dir)
+    from ..reports.manifest import owned, remember
+
+    mine = owned(report_dir) or set()
+    exports = {}
+    for suite in outcome.validation if documents is not None else ():
+        path = report_dir / f"ragdive_{suite}.json"
+        if (path.exists() or path.is_symlink()) and path.name not in mine:  # a file of the user's: never overwritten
+            outcome.notes.append(f"the RAG-DIVE export of suite {suite!r} is not written: {path} is a file this "
+                                 "plugin did not write")
+        else:
+            exports[suite] = path
     written = write_reports(report_dir, outcome, stored)
-    if outcome.validation and documents is not None:
+    if exports and documents is not None:
         from ..sources.ragdive_format import write_ragdive
 
-        for suite in outcome.validation:
-            ok = [c for c in outcome.conversations if c.suite == suite and c.source == "generated" and c.error is None and c.turns]
-            write_ragdive(report_dir / f"ragdive_{suite}.json", ok, documents(suite))
+        done = []
+        try:
+            for suite, path in exports.items():
+                ok = [c for c in outcome.conversations
+                      if c.suite == suite and c.source == "generated" and c.error is None and c.turns]
+                done.append(write_ragdive(path, ok, documents(suite)))
+        finally:
+            remember(report_dir, done)
     return written

@@ -41,9 +41,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["IBAN_LENGTHS", "PII_KINDS", "PiiCheck", "PiiHit", "PiiKind", "find_pii", "luhn_ok", "mask", "mask_text"]
+if TYPE_CHECKING:
+    from ..core.records import Conversation
+
+__all__ = [
+    "IBAN_LENGTHS", "PII_KINDS", "PiiCheck", "PiiHit", "PiiKind", "find_pii", "luhn_ok", "mask", "mask_conversation",
+    "mask_inline", "mask_text", "redact",
+]
 
 PiiKind = Literal["email", "phone", "card", "iban", "national_id"]
 PII_KINDS: tuple[PiiKind, ...] = ("email", "phone", "card", "iban", "national_id")
@@ -239,3 +245,72 @@ def mask_text(text: str, hits: Iterable[PiiHit]) -> str:
         out += [text[last : h.start], h.masked]
         last = h.end
     return "".join([*out, text[last:]])
+
+
+def mask_inline(kind: str, value: str) -> str:
+    """``value`` masked in place, its length kept (so offsets into the text stay right): an
+    e-mail keeps the first character of its local part and domain and the top-level domain
+    (``j*******@e******.com``); anything else as :func:`mask`."""
+    if kind == "email":
+        local, _, domain = value.partition("@")
+        host, _, tld = domain.rpartition(".")
+        return f"{local[:1]}{'*' * max(len(local) - 1, 0)}@{host[:1]}{'*' * max(len(host) - 1, 0)}.{tld}"
+    return mask(kind, value)
+
+
+def redact(text: str, pii: PiiCheck) -> str:
+    """``text`` with the personal data ``pii`` finds in it masked in place (:func:`mask_inline`)."""
+    hits = pii.find(text)
+    if not hits:
+        return text
+    out, last = [], 0
+    for h in hits:
+        out += [text[last : h.start], mask_inline(h.kind, text[h.start : h.end])]
+        last = h.end
+    return "".join([*out, text[last:]])
+
+
+def _hit_words(text: str, hits: Iterable[PiiHit]) -> dict[str, str]:
+    """The lower-case words (and the letters and digits joined, as the evidence writes a missing
+    e-mail address) of each hit's value in ``text``, mapped to ``[kind]``."""
+    out: dict[str, str] = {}
+    for h in hits:
+        value = text[h.start : h.end].lower()
+        for w in [*re.findall(r"\w+", value), "".join(ch for ch in value if ch.isalnum())]:
+            out[w] = f"[{h.kind}]"
+    return out
+
+
+def _dedupe(words: list[str]) -> list[str]:
+    return [w for i, w in enumerate(words) if not (w.startswith("[") and i and words[i - 1] == w)]
+
+
+def mask_conversation(conv: Conversation, pii: PiiCheck) -> int:
+    """Mask, in place, the personal data ``pii`` finds wherever ``conv``'s record quotes an
+    answer: each turn's answer (and stand-alone answer), its evidence (the units, the matched
+    spans, the missing words: a word of a hit becomes its kind, ``[email]``), its judges'
+    reasons and the conversation's failure lines. Returns how many values were masked. Run once
+    the conversation is scored, judged and checked: the reports, results.json and the
+    baseline's answers then never hold the value, only its kind and a masked form."""
+    if not pii.enabled:
+        return 0
+    n = 0
+    for turn in conv.turns:
+        hits = pii.find(turn.answer)
+        n += len(hits)
+        words = _hit_words(turn.answer or "", hits)
+        if turn.answer is not None and hits:
+            turn.answer = redact(turn.answer, pii)
+        if turn.standalone_answer:
+            turn.standalone_answer = redact(turn.standalone_answer, pii)
+        if turn.evidence is not None:
+            for u in turn.evidence.support:
+                u.text, u.span = redact(u.text, pii), redact(u.span, pii)
+                if words:
+                    u.missing = _dedupe([words.get(w.lower(), w) for w in u.missing])
+            for c in turn.evidence.reference:
+                c.text = redact(c.text, pii)
+        for v in turn.verdicts.values():
+            v.reason = redact(v.reason, pii)
+    conv.failures = [redact(f, pii) for f in conv.failures]
+    return n

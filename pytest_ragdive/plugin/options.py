@@ -5,6 +5,7 @@ Imported at plugin load: nothing but pytest and the standard library.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def cli_values(config: pytest.Config) -> dict[str, Any]:
         if v is None or key == "config":
             continue
         if key in PATH_KEYS:
-            v = str((config.invocation_params.dir / v).resolve())
+            v = os.path.abspath(config.invocation_params.dir / v)  # never through a link: a write replaces it
         out[key] = v
     return out
 

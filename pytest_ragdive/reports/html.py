@@ -365,17 +365,25 @@ def write_html(report_dir: Path, outcome: RunOutcome, bodies: Bodies | None = No
                worst: int = WORST, page: int = PAGE) -> Path:
     """Write ``report.html`` into ``report_dir`` (and, beyond the ``worst`` conversations,
     ``report-conversations-N.html`` pages of ``page`` each; stale pages of an earlier run
-    are removed); returns the report's path. ``bodies``: as for :func:`iter_html`
+    are removed: those the manifest lists, :mod:`.manifest`); returns the report's path. ``bodies``: as for :func:`iter_html`
     (conversations held without their contexts, rendered when scored)."""
+    from .manifest import owned, remember
+
     report_dir.mkdir(parents=True, exist_ok=True)
-    for old in report_dir.glob("report-conversations-*.html"):
-        old.unlink()
+    for name in owned(report_dir) or ():  # the pages an earlier report wrote (the manifest says which)
+        if name.startswith("report-conversations-"):
+            (report_dir / name).unlink(missing_ok=True)
     path = report_dir / "report.html"
     with atomic_open(path) as fh:  # piece by piece: the page is never held whole
         for piece in iter_html(outcome, bodies=bodies, worst=worst, page=page):
             fh.write(piece)
-    for n, pieces in _pages(outcome, bodies, worst, page):
-        with atomic_open(report_dir / page_name(n)) as fh:
-            for piece in pieces:
-                fh.write(piece)
+    pages = []
+    try:
+        for n, pieces in _pages(outcome, bodies, worst, page):
+            pages.append(report_dir / page_name(n))
+            with atomic_open(pages[-1]) as fh:
+                for piece in pieces:
+                    fh.write(piece)
+    finally:
+        remember(report_dir, [path, *pages])
     return path

@@ -9,6 +9,7 @@ from ..gate.ranking import culprits
 from ..gate.rows import GateRow
 from ..metrics.registry import ARROW
 from ..sharded.report import sharded_md
+from .md_inert import inert
 from .text import (
     baseline_change_lines,
     by_dimension,
@@ -51,7 +52,7 @@ def worse_md(outcome: RunOutcome, limit: int = 5) -> list[str]:
     runs = max((r.runs for r in outcome.gate or []), default=1) > 1
     for r in sorted_rows(outcome.regressions()):
         out.append(f"- **{r.suite}/{r.metric} {ARROW[r.direction]} {verdict_word(r)}**: {_cell(r.reason)}")
-        out += [f"  - {_cell(culprit_text(c, r.metric, runs))}" for c in culprits(r, outcome.conversations, limit)]
+        out += [f"  - {culprit_text(c, r.metric, runs, quote=inert)}" for c in culprits(r, outcome.conversations, limit)]
     return out
 
 
@@ -97,7 +98,7 @@ def summary_md(outcome: RunOutcome) -> str:
     errors = outcome.errored
     if errors:
         lines += ["", "## Conversations that errored", ""]
-        lines += [f"- {c.suite}/{c.id} (run {c.run}): {_cell(c.error or '')}" for c in errors[:20]]
+        lines += [f"- {inert(f'{c.suite}/{c.id}')} (run {c.run}): {inert(c.error or '', 300)}" for c in errors[:20]]
     if outcome.llm is not None:
         # the calls, tokens and cost this run actually spent (cache hits are free)
         lines += ["", "## LLM calls", "", "```", *outcome.llm.summary_lines(), "```"]

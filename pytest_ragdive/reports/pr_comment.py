@@ -19,6 +19,7 @@ from ..gate.ranking import Culprit, culprits
 from ..gate.rows import GateRow
 from ..metrics.registry import ARROW
 from .markdown import _cell
+from .md_inert import inert
 from .text import clip, sorted_rows, status_text, verdict_word
 
 MARKER = "<!-- ragdive-pr-comment -->"
@@ -65,10 +66,10 @@ def conversation_text(found: list[Culprit]) -> str:
     if quoted:
         c = min(quoted, key=lambda c: c.quote_support or 0.0)
         how = c.quote_how
-        return f"{values}; turn {c.quote_turn}, {how}: {clip(c.quote or '')!r}"
+        return f"{values}; turn {c.quote_turn}, {how}: {inert(c.quote or '')}"
     reasons = [c for c in found if c.reason]
     if reasons:
-        return f"{values}; {clip(reasons[0].reason)}"
+        return f"{values}; {inert(reasons[0].reason)}"
     return f"{values}; worst turns {', '.join(map(str, found[0].turns))}" if found[0].turns else values
 
 
@@ -90,13 +91,12 @@ def pr_comment_md(outcome: RunOutcome, artifact_url: str | None = None) -> str:
         if worst:
             lines += ["", "**Worst conversations**", ""]
             for i, found in enumerate(worst, 1):
-                lines.append(f"{i}. `{clip(found[0].suite, 40)}/{clip(found[0].id, 100)}`: "
-                             f"{_cell(clip(conversation_text(found), 500))}")
+                lines.append(f"{i}. {inert(f'{clip(found[0].suite, 40)}/{found[0].id}', 140)}: {conversation_text(found)}")
     elif rows:
         lines.append(f"All {len(rows)} gated metrics are within their baseline bands.")
     errored = outcome.errored
     if errored:
-        names = ", ".join(f"`{clip(c.id, 80)}`" for c in errored[:5]) + (f" and {len(errored) - 5} more" if len(errored) > 5 else "")
+        names = ", ".join(inert(c.id, 80) for c in errored[:5]) + (f" and {len(errored) - 5} more" if len(errored) > 5 else "")
         lines += ["", f"{len(errored)} conversation{'s' if len(errored) != 1 else ''} errored: {names}."]
     artifacts = ", ".join(f"`ragdive-report-{s}`" for s in outcome.suites) or "`ragdive-report-<suite>`"
     lines += ["", f"Full report: [report.html and summary.md]({url}) (the {artifacts} artifact of this run)."]

@@ -6,7 +6,7 @@ number formats."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..core.records import ValidationStats
 from ..core.results import MetricValue, SuiteResult
@@ -91,22 +91,25 @@ def clip(text: str, n: int = 160) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-def culprit_text(c: Culprit, metric: str, runs: bool = False) -> str:
+def culprit_text(c: Culprit, metric: str, runs: bool = False, quote: Callable[[str], str] | None = None) -> str:
     """One conversation that pulls a metric down, in a line: its value, its drop and share,
-    the turns, and the worst unsupported sentence (or the conversation's own reason)."""
-    head = c.id + (f" (run {c.run})" if runs else "")
+    the turns, and the worst unsupported sentence (or the conversation's own reason).
+    ``quote``: how text the plugin did not write (the id, the sentence, a judge's reason) is
+    quoted (Markdown: :func:`~.md_inert.inert`); default: as it is, the sentence in ``repr``."""
+    q = quote or (lambda s: s)
+    head = q(c.id) + (f" (run {c.run})" if runs else "")
     bits = [f"{metric} {fmt(c.value, '.2f')}"]
     if c.drop is not None:
         bits.append(f"drop {c.drop:.2f}" + (f", {c.share:.0%} of the total drop" if c.share else ""))
     text = f"{head}: {', '.join(bits)}"
     if c.quote is not None:
         how = c.quote_how
-        return text + f"; turn {c.quote_turn}, {how}: {clip(c.quote)!r}"
+        return text + f"; turn {c.quote_turn}, {how}: {q(clip(c.quote)) if quote else repr(clip(c.quote))}"
     if c.reason_turn is not None:
-        return text + f"; turn {c.reason_turn}: {clip(c.reason)}"
+        return text + f"; turn {c.reason_turn}: {q(clip(c.reason))}"
     spec = METRICS.get(metric)
     if c.reason and ((spec is not None and spec.level == "conversation") or metric == "safety_pass_rate"):
-        return text + f"; {clip(c.reason)}"
+        return text + f"; {q(clip(c.reason))}"
     if c.turns:
         return text + f"; worst turn{'s' if len(c.turns) > 1 else ''} {', '.join(map(str, c.turns))}"
     return text

@@ -12,30 +12,36 @@ from ..core.paths import atomic_open
 from ..core.records import Conversation
 from ..gate.outcome import RunOutcome, rendering
 from .junit import junit_xml
+from .manifest import MANIFEST, REPORT_FILES, owned, remember
 from .markdown import summary_md
 from .pr_comment import pr_comment_md
 from .results_json import Stored, write_results_json
 
-#: the files a run writes into its report directory (and ragdive_<suite>.json, the RAG-DIVE exports,
-#: and report-conversations-N.html, the further pages of a large run's report.html)
-REPORT_FILES = ("results.json", "ragdive-junit.xml", "summary.md", "pr-comment.md", "report.html")
-
 
 def clear_reports(report_dir: Path) -> list[Path]:
-    """Remove the report files a previous run left in ``report_dir`` (and the temporary
-    files of a write that was killed); other files are left alone. The removed paths."""
+    """Remove the report files the previous run wrote into ``report_dir`` (those its manifest
+    lists, :mod:`.manifest`; a dir from before the manifest: the fixed report names) and the
+    temporary files of a write that was killed; other files are left alone, a link is removed,
+    never followed. The removed paths."""
     if not report_dir.is_dir():
         return []
+    listed = owned(report_dir)
+    names = set(REPORT_FILES) if listed is None else listed
     removed = []
-    for p in report_dir.iterdir():
-        name = p.name
-        page = name.startswith("report-conversations-") and name.endswith(".html")
-        ours = name in REPORT_FILES or page or (name.startswith("ragdive_") and p.suffix in (".json", ".jsonl"))
-        temp = name.startswith(".") and name.endswith(".tmp") and (
-            any(name.startswith(f".{n}.") for n in REPORT_FILES) or name.startswith(".report-conversations-"))
-        if (ours or temp) and p.is_file():
+    for name in sorted(names):
+        p = report_dir / name
+        if p.is_symlink() or p.is_file():
             p.unlink(missing_ok=True)
             removed.append(p)
+    for p in report_dir.iterdir():
+        name = p.name
+        temp = name.startswith(".") and name.endswith(".tmp") and (
+            any(name.startswith(f".{n}.") for n in (*REPORT_FILES, MANIFEST))
+            or name.startswith((".report-conversations-", ".ragdive_")))
+        if temp and (p.is_symlink() or p.is_file()):
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    (report_dir / MANIFEST).unlink(missing_ok=True)
     return removed
 
 
@@ -65,7 +71,15 @@ def write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None =
     pages of further conversations in a large run). ``stored``: what results.json and
     report.html need of conversations the outcome holds without their contexts."""
     report_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
+    try:
+        return _write_reports(report_dir, outcome, stored, junit, written)
+    finally:
+        remember(report_dir, written)  # what was written, even when a later write failed
+
+
+def _write_reports(report_dir: Path, outcome: RunOutcome, stored: Stored | None, junit: bool,
+                   written: list[Path]) -> list[Path]:
     p = report_dir / "results.json"
     write_results_json(p, outcome, stored)
     written.append(p)

@@ -297,7 +297,16 @@ class Pipeline:
                 await judging.discard()  # a failed conversation is not judged
         if checked is not None and (checked.turn or checked.conversation):
             conv.judge_calls = checked if conv.judge_calls is None else conv.judge_calls.merge(checked)
+        self._mask_personal_data(conv, plan)
         return conv
+
+    def _mask_personal_data(self, conv: Conversation, plan: Plan) -> None:
+        """Scored, judged and checked: the personal data in its answers is masked in the record
+        (:func:`~pytest_ragdive.metrics.pii.mask_conversation`), so no report holds the value."""
+        from ..metrics.pii import PiiCheck, mask_conversation
+
+        sc = self.cfg.suites.get(plan.suite)
+        mask_conversation(conv, PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck())
 
     async def _checks(self, conv: Conversation, plan: Plan) -> JudgeCalls | None:
         """Score ``conv`` with the registry's own metrics (:func:`~pytest_ragdive.metrics.checks.score_custom`)

@@ -83,6 +83,23 @@ class Plan(BaseModel):
         return f"{self.suite}.{self.conv_id}" + (f".run{self.run}" if self.run else "")
 
 
+def _refuse_code(cfg: RagdiveConfig, suite: str, singles: list[golden.SingleTurnCase],
+                 scripted: list[golden.ScriptedConversation]) -> None:
+    """A usage error naming ``allow_python_assertions`` when a golden row of ``suite`` holds a
+    ``python:`` check (it imports and runs code) and the config does not allow them."""
+    if cfg.allow_python_assertions:
+        return
+    rows: list[tuple[str, list[Assertion]]] = [(c.question_id, list(c.assertions)) for c in singles]
+    rows += [(s.id, [a for t in s.turns for a in t.assertions]) for s in scripted]
+    for rid, checks in rows:
+        found = next((a for a in checks if a.type == "python"), None)
+        if found is not None:
+            raise golden.GoldenError(
+                f"ragdive suite {suite!r}: golden case {rid!r} has a python check ({getattr(found, 'value', '')!r}), "
+                "which imports and runs code: allow it with allow_python_assertions = true under [tool.ragdive]"
+            )
+
+
 def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, notes: list[str]) -> list[Plan]:
     sc = cfg.suites[suite]
     singles = [c for p in sc.single_turn for c in golden.load_single_turn(cfg.path(p))]
@@ -126,6 +143,7 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
                 "(run with --ragdive-model, or name an offline twin: offline = 'module:function')")
         if note not in notes:
             notes.append(note)
+    _refuse_code(cfg, suite, singles, scripted)
     plans = []
     for run in range(runs):
         for c in singles:

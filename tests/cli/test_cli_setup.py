@@ -57,11 +57,11 @@ def test_report_writes_what_it_documents(gated_run: Path) -> None:
     assert "ragdive-junit.xml only with --baseline" in " ".join(helptext.split())
     res = cli(gated_run, "report", "report/results.json", "-o", "plain")
     assert res.returncode == 0, res.stderr
-    assert {p.name for p in (gated_run / "plain").iterdir()} == {"results.json", "summary.md", "pr-comment.md", "report.html"}
+    assert {p.name for p in (gated_run / "plain").iterdir()} == {"results.json", "summary.md", "pr-comment.md", "report.html", ".ragdive-reports.json"}
     assert "no ragdive-junit.xml (no --baseline" in res.stdout
     res = cli(gated_run, "report", "report/results.json", "-o", "gated", "--baseline", "baseline.json")
     assert res.returncode == 0, res.stderr
-    assert {p.name for p in (gated_run / "gated").iterdir()} == {"results.json", "summary.md", "pr-comment.md", "report.html", "ragdive-junit.xml"}
+    assert {p.name for p in (gated_run / "gated").iterdir()} == {"results.json", "summary.md", "pr-comment.md", "report.html", "ragdive-junit.xml", ".ragdive-reports.json"}
 
 
 QUESTIONS = [{"id": "q-rate", "question": "How many API requests per minute does the Business plan allow?", "answer": "600"}]

@@ -150,7 +150,7 @@ def test_report_command_renders_result_files(toy: pytest.Pytester) -> None:
     finally:
         os.chdir(old)
     assert {p.name for p in (toy.path / "out").iterdir()} == {
-        "results.json", "ragdive-junit.xml", "summary.md", "pr-comment.md", "report.html"}
+        "results.json", "ragdive-junit.xml", "summary.md", "pr-comment.md", "report.html", ".ragdive-reports.json"}
     merged = json.loads((toy.path / "out" / "results.json").read_text())
     assert merged["status"] == "passed" and len(merged["conversations"]) == 5
     one = json.loads((toy.path / "one" / "results.json").read_text())

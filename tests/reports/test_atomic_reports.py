@@ -112,12 +112,15 @@ def test_kill_9_while_writing_never_leaves_truncated_json(tmp_path: Path) -> Non
 def test_a_previous_runs_reports_are_cleared_and_nothing_else(tmp_path: Path) -> None:
     from pytest_ragdive.reports.write import clear_reports
 
-    for name in ("results.json", "ragdive-junit.xml", "summary.md", "report.html", "ragdive_core.json",
+    for name in ("results.json", "ragdive-junit.xml", "summary.md", "report.html", "ragdive_core.json", "ragdive_mine.jsonl",
                  ".results.json.abc123.tmp", "notes.txt", "ragdive.toml", "results.json.bak"):
         (tmp_path / name).write_text("x")
     (tmp_path / "sub").mkdir()
-    removed = clear_reports(tmp_path)
-    assert sorted(p.name for p in removed) == sorted(
-        [".results.json.abc123.tmp", "ragdive-junit.xml", "ragdive_core.json", "report.html", "results.json", "summary.md"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "ragdive.toml", "results.json.bak", "sub"]
+    (tmp_path / ".ragdive-reports.json").write_text('{"files": ["results.json", "report.html", "ragdive_core.json"]}')
+    removed = clear_reports(tmp_path)  # what the manifest lists, and a killed write's temporary file
+    assert sorted(p.name for p in removed) == sorted([".results.json.abc123.tmp", "ragdive_core.json", "report.html", "results.json"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "notes.txt", "ragdive-junit.xml", "ragdive.toml", "ragdive_mine.jsonl", "results.json.bak", "sub", "summary.md"]
+    removed = clear_reports(tmp_path)  # no manifest (a dir from before it): the fixed report names only
+    assert sorted(p.name for p in removed) == ["ragdive-junit.xml", "summary.md"]
     assert clear_reports(tmp_path / "missing") == []

@@ -48,7 +48,8 @@ def test_the_faithfulness_regression_in_three_reports(invented: RunOutcome) -> N
     for text in (terminal, summary, comment):
         assert detail in text
         assert f"core-2fa-recovery: faithfulness 0.74, drop 0.26, 10% of the total drop; turn 4, unsupported: {INVENTED!r}" \
-            in text or "`core/core-2fa-recovery`: faithfulness 0.74" in text
+            in text or "`core/core-2fa-recovery`: faithfulness 0.74" in text or (
+            f"`core-2fa-recovery`: faithfulness 0.74, drop 0.26, 10% of the total drop; turn 4, unsupported: `{INVENTED}`" in text)
         assert INVENTED in text
         assert "paired drop 0.18 > tolerance 0.02 (exact: the runs repeat), over 30 conversations" in text
         for raw in ("noise_free", "Moved(", "band_verdict", "0.0000 detectable", "233%"):
@@ -65,8 +66,8 @@ def test_the_forgetfulness_regression_names_conversations_and_turns(forgetful: R
     terminal, summary, comment = _three(forgetful)
     turn = "turn 3 answered correctly stand-alone but wrongly in the conversation"
     assert f"core-2fa-recovery: forgetfulness 1.00, drop 1.00, 17% of the total drop; {turn}" in terminal
-    assert f"core-2fa-recovery: forgetfulness 1.00, drop 1.00, 17% of the total drop; {turn}" in summary
-    assert "forgetfulness 1.00; turn" in comment and "answered correctly stand-alone but wrongly" in comment
+    assert f"`core-2fa-recovery`: forgetfulness 1.00, drop 1.00, 17% of the total drop; `{turn}`" in summary
+    assert "forgetfulness 1.00; `turn" in comment and "answered correctly stand-alone but wrongly" in comment
 
 
 def test_the_comment_is_written_with_the_artifact_link(invented: RunOutcome, tmp_path: Path,
