@@ -206,7 +206,7 @@ def _conclude(
                 else GateStatus.INCONCLUSIVE if any(r.verdict == "inconclusive" for r in rows)  # gate.inconclusive = "pass"
                 else GateStatus.PASSED
             )
-            if out.status.fails and baseline.answers is not None and cfg.baseline:
+            if baseline.answers is not None and cfg.baseline:
                 _compare_answers(out, baseline, cfg.path(cfg.baseline), notes)
             if out.status is GateStatus.PASSED and not facts.completed:
                 # Ctrl-C, -x, the deadline: what finished is shown, but it passes nothing
@@ -255,15 +255,18 @@ def _record_answers(out: RunOutcome, cfg: RagdiveConfig, existing: Baseline | No
 
 
 def _compare_answers(out: RunOutcome, baseline: Baseline, path: Path, notes: list[str]) -> None:
-    """A failed gate: the baseline answers (the file beside ``path``) of the conversations
-    that pull a failed metric down."""
-    from .answers import compared, load_answers
+    """A gated run: which conversations answered otherwise than the baseline's recorded run
+    (the file beside ``path``); a failed gate: the baseline answers of the conversations that
+    pull a failed metric down."""
+    from .answers import changed_turns, compared, load_answers
 
     answers, note = load_answers(baseline, path)
-    if note:
+    if note and out.status.fails:
         notes.append(note)
     if answers is not None:
-        out.baseline_answers = compared(out.gate or [], out.conversations, answers)
+        out.answers_changed = changed_turns(out.conversations, answers)
+        if out.status.fails:
+            out.baseline_answers = compared(out.gate or [], out.conversations, answers)
 
 
 def _generated_stats(out: RunOutcome) -> None:
