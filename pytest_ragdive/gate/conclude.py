@@ -134,7 +134,7 @@ def _conclude(
             else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
             else f"{errored} conversation(s) errored" if errored
             else f"{unsafe} conversation(s) with a safety violation or a failed check (a baseline never records one)" if unsafe
-            else ""
+            else _all_empty(suites, cfg)
         )
         if why:
             notes.append(f"baseline NOT written: {why}")
@@ -226,6 +226,21 @@ def _conclude(
         out.status = GateStatus.FAILED
     out.notes = notes
     return out
+
+
+def _all_empty(suites: Mapping[str, SuiteResult], cfg: RagdiveConfig) -> str:
+    """Why a baseline must not be written because a suite's gated metrics all have no value
+    (gating against it would fail every time), or ""."""
+    from .rows import where_recorded
+
+    for suite, res in suites.items():
+        strict = where_recorded(cfg.gated_metrics(suite), {}, cfg.gate_policy.where_data)
+        if strict and all(res.value(m) is None for m in strict):
+            return (
+                f"suite {suite}: none of its gated metrics ({', '.join(strict)}) had a value in this run (no case they "
+                "apply to, or every judge reply unusable: see the notes above); gating against it would fail every time"
+            )
+    return ""
 
 
 def _floored(rows: list[GateRow], suites: Mapping[str, SuiteResult], cfg: RagdiveConfig) -> list[GateRow]:
