@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from ..llm.ttl import prune, ttl_seconds
 
     cwd = Path.cwd()
-    cfg = load_config(find_config_file([cwd], str(args.config) if args.config else None), default_dir=cwd)
+    # the cache's settings only: the gate's metric names are not checked (a conftest's are unknown here)
+    cfg = load_config(find_config_file([cwd], str(args.config) if args.config else None), default_dir=cwd, metrics=False)
     days = args.older_than_days if args.older_than_days is not None else cfg.cache_ttl_days
     if days is None or days <= 0:
         raise CachePruneError("nothing to prune by: set cache_ttl_days in the config or pass --older-than-days N (N > 0)")

@@ -31,7 +31,7 @@ def load_online_config(path: str | None) -> OnlineConfig:
     if path is not None and not Path(path).is_file():
         raise ConfigError(f"ragdive config error: --config file {path} does not exist")
     file = find_config_file([Path.cwd()], path)
-    cfg: RagdiveConfig = load_config(file, default_dir=Path.cwd())
+    cfg: RagdiveConfig = load_config(file, default_dir=Path.cwd(), metrics=False)  # [tool.ragdive.online] only
     return cfg.online
 
 

@@ -461,10 +461,14 @@ def load_config(
     cli_names: dict[str, str] | None = None,
     default_dir: Path | None = None,
     metric_sources: Sequence[object] = (),
+    metrics: bool = True,
 ) -> RagdiveConfig:
     """Build the config from a file (may be None) and CLI overrides (None = not given),
     with its metric registry (``metric_sources``: modules or functions declaring metrics
-    besides the config's own sources, e.g. the pytest session's conftest.py files)."""
+    besides the config's own sources, e.g. the pytest session's conftest.py files).
+    ``metrics=False``: a command that reads no metric (``cache prune``, ``alert-rules``)
+    leaves the registry to be built on first use, so that the gate's names (a conftest's
+    ``@pytest_ragdive.metric`` among them, unknown outside pytest) are not checked."""
     data: dict[str, Any] = read_config_file(file) if file is not None else {}
     where = str(file) if file is not None else "defaults"
     try:
@@ -479,6 +483,8 @@ def load_config(
             raise ConfigError(_one_line(e, where, cli_names)) from None
     cfg.source = where
     cfg.base_dir = str((file.parent if file is not None else (default_dir or Path.cwd())).resolve())
+    if not metrics:
+        return cfg
     from ..metrics.discovery import build_registry
 
     cfg.use_metrics(build_registry(cfg, metric_sources))

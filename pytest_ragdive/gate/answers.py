@@ -186,3 +186,23 @@ def compared(rows: Iterable[GateRow], convs: Iterable[Conversation], answers: Ba
         for cid in sorted(drops, key=lambda k: (-drops[k], k))[:PER_ROW]:
             out.setdefault(f"{r.suite}::{cid}", stored[cid])
     return out
+
+
+def changed_turns(convs: Iterable[Conversation], answers: BaselineAnswers) -> dict[str, list[int]]:
+    """``suite::id::runN`` (the conversation's key) -> the turns (numbered from 1) of this run's first run of each conversation
+    whose answer differs from the recorded one (compared as stored: clipped), for every
+    conversation the answers file holds; a turn the recorded run did not reach counts as changed."""
+    done = [c for c in convs if c.error is None]
+    first: dict[str, int] = {}
+    for c in done:
+        first[c.suite] = min(first.get(c.suite, c.run), c.run)
+    out: dict[str, list[int]] = {}
+    for c in done:
+        base = answers.suites.get(c.suite, {}).get(c.id)
+        if base is None or c.run != first[c.suite]:
+            continue
+        turns = [t.index + 1 for t in c.turns
+                 if t.index >= len(base.turns) or _clip(t.answer) != base.turns[t.index].answer]
+        if turns:
+            out[c.key] = turns
+    return out

@@ -135,7 +135,7 @@ def _conclude(
             else f"only {len(convs)} of {facts.planned} planned conversations ran" if partial
             else f"{errored} conversation(s) errored" if errored
             else f"{unsafe} conversation(s) with a safety violation or a failed check (a baseline never records one)" if unsafe
-            else ""
+            else _all_empty(suites, cfg)
         )
         if why:
             notes.append(f"baseline NOT written: {why}")
@@ -207,7 +207,7 @@ def _conclude(
                 else GateStatus.INCONCLUSIVE if any(r.verdict == "inconclusive" for r in rows)  # gate.inconclusive = "pass"
                 else GateStatus.PASSED
             )
-            if out.status.fails and baseline.answers is not None and cfg.baseline:
+            if baseline.answers is not None and cfg.baseline:
                 _compare_answers(out, baseline, cfg.path(cfg.baseline), notes)
             if out.status is GateStatus.PASSED and not facts.completed:
                 # Ctrl-C, -x, the deadline: what finished is shown, but it passes nothing
@@ -227,6 +227,21 @@ def _conclude(
         out.status = GateStatus.FAILED
     out.notes = notes
     return out
+
+
+def _all_empty(suites: Mapping[str, SuiteResult], cfg: RagdiveConfig) -> str:
+    """Why a baseline must not be written because a suite's gated metrics all have no value
+    (gating against it would fail every time), or ""."""
+    from .rows import where_recorded
+
+    for suite, res in suites.items():
+        strict = where_recorded(cfg.gated_metrics(suite), {}, cfg.gate_policy.where_data)
+        if strict and all(res.value(m) is None for m in strict):
+            return (
+                f"suite {suite}: none of its gated metrics ({', '.join(strict)}) had a value in this run (no case they "
+                "apply to, or every judge reply unusable: see the notes above); gating against it would fail every time"
+            )
+    return ""
 
 
 def _floored(rows: list[GateRow], suites: Mapping[str, SuiteResult], cfg: RagdiveConfig) -> list[GateRow]:
@@ -256,15 +271,18 @@ def _record_answers(out: RunOutcome, cfg: RagdiveConfig, existing: Baseline | No
 
 
 def _compare_answers(out: RunOutcome, baseline: Baseline, path: Path, notes: list[str]) -> None:
-    """A failed gate: the baseline answers (the file beside ``path``) of the conversations
-    that pull a failed metric down."""
-    from .answers import compared, load_answers
+    """A gated run: which conversations answered otherwise than the baseline's recorded run
+    (the file beside ``path``); a failed gate: the baseline answers of the conversations that
+    pull a failed metric down."""
+    from .answers import changed_turns, compared, load_answers
 
     answers, note = load_answers(baseline, path)
-    if note:
+    if note and out.status.fails:
         notes.append(note)
     if answers is not None:
-        out.baseline_answers = compared(out.gate or [], out.conversations, answers)
+        out.answers_changed = changed_turns(out.conversations, answers)
+        if out.status.fails:
+            out.baseline_answers = compared(out.gate or [], out.conversations, answers)
 
 
 def _generated_stats(out: RunOutcome) -> None:

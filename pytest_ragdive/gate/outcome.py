@@ -80,6 +80,9 @@ class RunOutcome(BaseModel):
     recorded_answers: BaselineAnswers | None = None  # update runs: the answers file to write beside the baseline
     # failed gates: the baseline's answers of the conversations that pull a failed metric the wrong way ("suite::id")
     baseline_answers: dict[str, AnswerConversation] = Field(default_factory=dict)
+    # gated runs against a baseline that kept its answers: a conversation's key (of this session's first run)
+    # -> the turns (from 1) answered otherwise than in the baseline's recorded run
+    answers_changed: dict[str, list[int]] = Field(default_factory=dict)
     llm: LLMStats | None = None
     judge_calls: JudgeCalls | None = None
     validation: dict[str, ValidationStats] = Field(default_factory=dict)  # generated suites

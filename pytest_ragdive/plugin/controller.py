@@ -60,7 +60,15 @@ class _Collecting:
 
         if not any(isinstance(i, RagdiveItem) for i in items):
             anchor = self.sess.config_file or (config.rootpath / "pyproject.toml")
-            items.extend(build_items(session, anchor, self.sess, self.sess.plans(), self.dirs))
+            added = build_items(session, anchor, self.sess, self.sess.plans(), self.dirs)
+            items.extend(added)
+            if added:
+                # reported as collected, so that the header counts them ("collected 18 items", not 1)
+                from _pytest.reports import CollectReport
+
+                node = added[0].parent
+                assert node is not None
+                config.hook.pytest_collectreport(report=CollectReport(node.nodeid, "passed", None, list(added)))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """No item runs without a target: one line, exit 4 (not one error per item)."""

@@ -62,7 +62,7 @@ VERDICT_HELP = {
 # field (e.g. the sharded diagnosis) is rendered by the generic section
 _KNOWN = {"info", "status", "suites", "gate", "conversations", "notes", "fatal", "baseline", "baseline_path",
           "llm", "judge_calls", "validation", "diversity", "baseline_diff", "recorded_answers", "baseline_answers",
-          "custom_metrics"}
+          "custom_metrics", "answers_changed"}
 
 
 def _asset(name: str) -> str:
@@ -279,8 +279,11 @@ def _metrics_of(outcome: RunOutcome) -> list[str]:
 
 
 def _one(outcome: RunOutcome, c: Conversation, v: ConvVerdict, g: float, bodies: Bodies | None) -> str:
-    base = outcome.baseline_answers.get(f"{c.suite}::{c.id}")
-    return conversation_html(c, v, g, _metrics_of(outcome), bodies(c.key) if bodies is not None else None, base)
+    key = f"{c.suite}::{c.id}"
+    base = outcome.baseline_answers.get(key)
+    # the tag: only where a turn's answer differs from the recorded one (this session's first run)
+    changed = outcome.answers_changed.get(c.key)
+    return conversation_html(c, v, g, _metrics_of(outcome), bodies(c.key) if bodies is not None else None, base, changed)
 
 
 def _conversations(outcome: RunOutcome, bodies: Bodies | None = None, worst: int = WORST, page: int = PAGE) -> Iterator[str]:

@@ -257,9 +257,16 @@ def since_baseline(conv: Conversation, base: AnswerConversation) -> str:
 
 
 def conversation_html(conv: Conversation, verdict: ConvVerdict, goodness: float, metrics: list[str],
-                      body: str | None = None, base: AnswerConversation | None = None) -> str:
+                      body: str | None = None, base: AnswerConversation | None = None,
+                      changed_turns: list[int] | None = None) -> str:
+    """One conversation; ``base``: its baseline answers, shown beside (a failed gate);
+    ``changed_turns``: the turns answered otherwise than in the baseline's recorded run (the tag)."""
     key = ", ".join(f"{m} {f(v, '.2f')}" for m in metrics if (v := value_of(conv, m)) is not None)
-    changed = ' <span class="tag">answer changed since the baseline</span>' if base is not None else ""
+    changed = ""
+    if changed_turns:
+        which = ", ".join(map(str, changed_turns))
+        changed = f' <span class="tag">answer changed since the baseline (turn{"s" if len(changed_turns) > 1 else ""} {which})</span>'
+
     head = (f"{badge(verdict)} <b>{e(conv.suite)}/{e(conv.id)}</b> run {conv.run} · {len(conv.turns)} turn(s)"
             f"{' · role ' + e(conv.role) if conv.role else ''} · {e(conv.source)}{changed}"
             f' <span class="meta small">{e(key)}</span>')

@@ -75,6 +75,8 @@ def read_outcome(path: Path) -> RunOutcome:
             diversity=dict(data.get("diversity") or {}),
             custom_metrics={n: CustomMetric.model_validate(m) for n, m in (data.get("custom_metrics") or {}).items()},
             baseline_answers={k: AnswerConversation.model_validate(v) for k, v in (data.get("baseline_answers") or {}).items()},
+            answers_changed={str(k): [int(t) for t in v] for k, v in (data.get("answers_changed") or {}).items()
+                             if isinstance(v, list)},
         )
     except (ValidationError, ValueError) as err:
         detail = one_line(err) if isinstance(err, ValidationError) else str(err)

@@ -34,6 +34,7 @@ def results_json(outcome: RunOutcome, conversations: bool = True) -> dict[str, A
         "baseline_path": outcome.baseline_path,
         "custom_metrics": {n: m.model_dump(mode="json") for n, m in outcome.custom_metrics.items()} or None,
         "baseline_answers": {k: v.model_dump(mode="json") for k, v in outcome.baseline_answers.items()} or None,
+        "answers_changed": outcome.answers_changed or None,
         **({"conversations": [c.model_dump(mode="json") for c in outcome.conversations]} if conversations else {}),
     }
 

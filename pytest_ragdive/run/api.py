@@ -31,7 +31,8 @@ def run_suite(
     :func:`pytest_ragdive.metric` (or modules holding them) scored besides the config's
     own (outside pytest no conftest.py is read). What a pytest run would print as
     notes (skipped files, a fatal LLM error) is in ``result.notes``."""
-    cfg = config if isinstance(config, RagdiveConfig) else load_config(Path(config).resolve())
+    # the metrics given count when the config's gate names them (a conftest's @pytest_ragdive.metric)
+    cfg = config if isinstance(config, RagdiveConfig) else load_config(Path(config).resolve(), metrics=False)
     if metrics:
         from ..metrics.discovery import build_registry
 

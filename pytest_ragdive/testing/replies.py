@@ -1,25 +1,69 @@
-"""The fake server's default replies (:mod:`pytest_ragdive.testing`): a minimal
-instance of the JSON schema a structured call asks for (:func:`example_from_schema`,
-which lives in :mod:`pytest_ragdive.llm.structured` because the cost estimate uses it
-too), an echo for text calls. Handlers of tests build on it for the parts they do not script."""
+"""The fake server's default replies (:mod:`pytest_ragdive.testing`): for each of the
+plugin's judges (recognised by the ``Aspect: NAME.`` line of its prompt) a valid verdict
+of a healthy bot (:func:`judge_reply`: every claim supported, every context relevant,
+nothing forgotten), so that a first LLM-mode run against the server gives a number for
+every judged metric; for any other structured call a minimal instance of the JSON
+schema it asks for (:func:`example_from_schema`, which lives in
+:mod:`pytest_ragdive.llm.structured` because the cost estimate uses it too); an echo
+for text calls. Handlers of tests build on it for the parts they do not script. The
+judges' reply schemas are in docs/llm.md."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..llm.structured import example_from_schema
 
-__all__ = ["default_handler", "example_from_schema"]
+__all__ = ["default_handler", "example_from_schema", "judge_reply"]
+
+_ASPECT = re.compile(r"Aspect: ([a-z_]+)\.")
+_N_CONTEXTS = re.compile(r"contexts \((\d+), numbered")
+_REASON = "fake judge: the default reply of FakeLLMServer"
+
+
+def judge_reply(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A valid verdict of a healthy bot for a request of one of the plugin's judges, or None
+    for any other request. Context precision gets one verdict per context the prompt numbers."""
+    text = "\n".join(m["content"] for m in body.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("content"), str))
+    found = _ASPECT.search(text)
+    if found is None:
+        return None
+    aspect = found.group(1)
+    if aspect == "faithfulness":
+        return {"claims": [{"claim": "the answer's one claim", "supported": True, "reason": _REASON}]}
+    if aspect == "context_precision":
+        n = _N_CONTEXTS.search(text)
+        count = int(n.group(1)) if n else 1
+        return {"verdicts": [{"context": i, "relevant": True, "reason": _REASON} for i in range(1, count + 1)]}
+    if aspect == "context_recall":
+        return {"statements": [{"statement": "the reference answer", "attributed": True, "reason": _REASON}]}
+    if aspect == "correctness":
+        return {"correct": True, "reason": _REASON}
+    if aspect == "answer_relevance":
+        return {"addresses_question": True, "missing_essential": False, "padding": False, "reason": _REASON}
+    if aspect == "forgetfulness":
+        return {"forgetful": False, "turns": [], "reason": _REASON}
+    if aspect == "context_retention":
+        return {"retained": True, "reason": _REASON}
+    if aspect == "rubric":
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+        return {"grade": 5, "reason": _REASON} if "grade" in (schema.get("properties") or {}) or '"grade"' in text else {
+            "met": True, "reason": _REASON}
+    return None
 
 
 def default_handler(body: dict[str, Any]) -> str | dict[str, Any]:
-    """Echo for text calls; a minimal schema instance when a json_schema is requested;
-    valid drafts for ``draft-golden``'s drafter (:mod:`.draft_replies`)."""
+    """A judge's healthy verdict (:func:`judge_reply`); valid drafts for ``draft-golden``'s
+    drafter (:mod:`.draft_replies`); else echo for text calls, a minimal schema instance when a
+    json_schema is requested."""
     rf = body.get("response_format") or {}
     if (rf.get("json_schema") or {}).get("name") == "GoldenDraft":
         from .draft_replies import draft_reply
 
         return draft_reply(body)
+    if rf.get("type") in ("json_schema", "json_object") and (verdict := judge_reply(body)) is not None:
+        return verdict
     if rf.get("type") == "json_schema":
         schema = (rf.get("json_schema") or {}).get("schema") or {}
         return example_from_schema(schema) or {}

@@ -45,7 +45,7 @@ def test_finite_tolerances_still_load(tmp_path: Path) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text("[tool.ragdive]\nruns = 100\n[tool.ragdive.gate]\ncorrectness = 0\nfaithfulness = 0.05\n")
     cfg = load_config(path)
-    assert cfg.gate == {"correctness": 0.0, "faithfulness": 0.05} and cfg.runs == 100
+    assert cfg.gate == {"correctness": 0.0, "faithfulness": 0.05, "assertion_pass_rate": 0.0} and cfg.runs == 100
 
 
 @pytest.mark.parametrize(

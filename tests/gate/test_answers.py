@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,11 +16,19 @@ from example_outcome import EXAMPLE, example_outcome
 from pytest_ragdive.core.config import load_config
 from pytest_ragdive.core.records import Conversation, Turn
 from pytest_ragdive.gate import answers as answers_mod
-from pytest_ragdive.gate.answers import answers_bytes, answers_file, build_answers, compared, load_answers
+from pytest_ragdive.gate.answers import (
+    answers_bytes,
+    answers_file,
+    build_answers,
+    changed_turns,
+    compared,
+    load_answers,
+)
 from pytest_ragdive.gate.baseline import load_baseline
 from pytest_ragdive.gate.conclude import RunFacts, conclude, publish
 from pytest_ragdive.gate.outcome import GateStatus
 from pytest_ragdive.reports.html import render_html
+from pytest_ragdive.reports.html_bits import cls
 from pytest_ragdive.reports.result_files import read_outcome
 from pytest_ragdive.reports.write import write_reports
 
@@ -106,5 +115,26 @@ def test_a_failing_gate_carries_the_baseline_answers_and_results_json_draws_the_
     assert again.baseline_answers == outcome.baseline_answers
     assert again.conversations[0].turns[0].evidence == outcome.conversations[0].turns[0].evidence
     assert render_html(again) == render_html(outcome)
+    assert again.answers_changed == outcome.answers_changed
+    # issue 33: the tag "answer changed since the baseline" is on exactly the conversations whose answers
+    # differ from the recorded ones (it was on every compared one, and on no other)
+    changed = changed_turns(outcome.conversations, load_answers(load_baseline(EXAMPLE / "baseline.json"), EXAMPLE / "baseline.json")[0])
+    assert outcome.answers_changed == changed and changed
+    page = render_html(outcome)
+    tagged = set(re.findall(r'id="conv-([^"]+)"><summary>[^\n]*?answer changed since the baseline \(turns? [0-9, ]+\)', page))
+    shown = set(re.findall(r'id="conv-([^"]+)"><summary>', page))
+    assert tagged and tagged == {cls(k) for k in changed} & shown
     passing = example_outcome(history="full", markup=False)
     assert not passing.failed and passing.baseline_answers == {}  # only a failing gate needs them
+    assert passing.answers_changed == changed_turns(passing.conversations, load_answers(
+        load_baseline(EXAMPLE / "baseline.json"), EXAMPLE / "baseline.json")[0])
+
+
+def test_changed_turns_are_the_turns_answered_otherwise() -> None:
+    """issue 33: a changed turn 3 is named; a conversation answered as recorded is not."""
+    recorded = [Conversation(id=i, suite="core", turns=[Turn(index=k, rag_input="q", answer=f"a{k}") for k in range(3)])
+                for i in ("same", "moved")]
+    answers = build_answers(recorded, {"core": ["answer_f1"]})
+    now = [recorded[0], recorded[1].model_copy(update={"turns": [*recorded[1].turns[:2], Turn(index=2, rag_input="q", answer="new")]})]
+    later = now[1].model_copy(update={"run": 1, "turns": [Turn(index=0, rag_input="q", answer="other")]})
+    assert changed_turns([*now, later], answers) == {"core::moved::run0": [3]}  # the first run only

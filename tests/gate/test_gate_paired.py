@@ -111,7 +111,7 @@ def test_gate_policy_keys_sit_beside_the_tolerances(tmp_path) -> None:  # type: 
     p = tmp_path / "pyproject.toml"
     p.write_text('[tool.ragdive]\nmax_reruns = 1\n[tool.ragdive.gate]\nmethod = "band"\ninconclusive = "fail"\ncorrectness = 0.05\n')
     cfg = load_config(p)
-    assert cfg.gate == {"correctness": 0.05}
+    assert cfg.gate == {"correctness": 0.05, "assertion_pass_rate": 0.0}
     assert (cfg.gate_policy.method, cfg.gate_policy.inconclusive, cfg.max_reruns) == ("band", "fail", 1)
     assert load_config(p, {"max_reruns": "4"}).max_reruns == 4
     p.write_text('[tool.ragdive.gate]\nunstable_spread = 0.2\n')

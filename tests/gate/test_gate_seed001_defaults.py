@@ -73,7 +73,7 @@ def test_the_improvement_rule_band_or_delta() -> None:
 def test_the_policy_keys_live_in_the_gate_table() -> None:
     cfg = RagdiveConfig.model_validate({"gate": {"faithfulness": 0.02, "improvement": "delta", "improvement_delta": 0.02,
                                                  "where_data": ["citation_rate"]}})
-    assert cfg.gate == {"faithfulness": 0.02}
+    assert cfg.gate == {"faithfulness": 0.02, "assertion_pass_rate": 0.0}  # the assert: checks always gate
     assert (cfg.gate_policy.improvement, cfg.gate_policy.improvement_delta) == ("delta", 0.02)
     assert cfg.gate_policy.where_data == ["citation_rate"]
     with pytest.raises(ValidationError, match="unknown metric"):

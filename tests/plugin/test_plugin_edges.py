@@ -70,8 +70,11 @@ def test_conftest_beside_a_config_pytest_does_not_walk(pytester: pytest.Pytester
     )
     (ev / "s.jsonl").write_text('{"question_id": "q1", "question": "What colour is the sky?", "expected_answer": "blue"}\n')
     (ev / "ragdive.yaml").write_text("suites:\n  core:\n    single_turn: [s.jsonl]\n")
+    (ev / "s.jsonl").write_text("".join(
+        f'{{"question_id": "q{i}", "question": "What colour is the sky?", "expected_answer": "blue"}}\n' for i in range(3)))
     res = pytester.runpytest("--ragdive-config=eval/ragdive.yaml", "--ragdive-suite=core")
-    res.assert_outcomes(passed=2)
+    res.assert_outcomes(passed=4)
+    res.stdout.fnmatch_lines(["collected 4 items"])  # issue 33: the header said "collected 1 item"
 
 
 def test_target_raising_systemexit_fails_its_item_without_hanging(pytester: pytest.Pytester) -> None:

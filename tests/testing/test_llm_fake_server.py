@@ -155,3 +155,30 @@ def test_fixtures_for_users(pytester: pytest.Pytester) -> None:
         )
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_the_default_handler_gives_every_judge_a_valid_healthy_verdict() -> None:
+    """issue 33: the minimal schema instance left faithfulness and context_recall n/a (no claims,
+    no statements) and context precision invalid (no verdict per context)."""
+    from pytest_ragdive.metrics.judged import schemas
+    from pytest_ragdive.testing import default_handler
+
+    def body(aspect: str, schema: type[BaseModel], user: str = "") -> dict:
+        rf = {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+        return {"messages": [{"role": "system", "content": f"Aspect: {aspect}.\n"}, {"role": "user", "content": user}],
+                "response_format": rf}
+
+    cases = {
+        "faithfulness": schemas.FaithfulnessJudgment, "context_recall": schemas.ContextRecallJudgment,
+        "correctness": schemas.CorrectnessJudgment, "answer_relevance": schemas.AnswerRelevanceJudgment,
+        "forgetfulness": schemas.ForgetfulnessJudgment, "context_retention": schemas.ContextRetentionJudgment,
+    }
+    for aspect, schema in cases.items():
+        schema.model_validate(default_handler(body(aspect, schema)))
+    assert schemas.FaithfulnessJudgment.model_validate(default_handler(body("faithfulness", schemas.FaithfulnessJudgment))).claims
+    assert not schemas.ForgetfulnessJudgment.model_validate(default_handler(body("forgetfulness", schemas.ForgetfulnessJudgment))).forgetful
+    precision = default_handler(body("context_precision", schemas.ContextPrecisionJudgment,
+                                     "Retrieved contexts (3, numbered 1 to 3 in rank order):"))
+    assert [v["context"] for v in schemas.ContextPrecisionJudgment.model_validate(precision).model_dump()["verdicts"]] == [1, 2, 3]
+    assert schemas.RubricVerdict.model_validate(default_handler(body("rubric", schemas.RubricVerdict))).met
+    assert schemas.RubricGrade.model_validate(default_handler(body("rubric", schemas.RubricGrade))).grade == 5
