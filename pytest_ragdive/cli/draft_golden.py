@@ -79,6 +79,12 @@ def draft_config(args: argparse.Namespace, base: Path, need_key: bool = True) ->
     return cfg
 
 
+def inert(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting like a formula (``=``, ``+``,
+    ``-``, ``@``, a tab or carriage return) gets a leading apostrophe."""
+    return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
 def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     from .review_export import COLUMNS
 
@@ -86,7 +92,7 @@ def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     with path.open("w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: inert(v) for k, v in r.items()} for r in rows)
 
 
 def run(args: argparse.Namespace) -> int:

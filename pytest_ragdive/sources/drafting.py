@@ -29,6 +29,7 @@ would be sent, the completion lengths assumed, litellm's prices)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -247,8 +248,11 @@ async def check(client: LLMClient, task: DraftTask, turns: list[DraftedTurn], do
 
 def _conversation(task: DraftTask, turns: list[DraftedTurn]) -> ScriptedConversation:
     first = turns[0].rag_input
+    # the first question's hash in the id: a later draft (another seed, other documents)
+    # never takes the id of a case already accepted
+    digest = hashlib.sha256(first.encode("utf-8")).hexdigest()[:6]
     return ScriptedConversation(
-        id=task.id,
+        id=f"{task.id}-{digest}",
         title=first if len(first) <= 60 else first[:57] + "...",
         category=task.kind,
         document_id=task.doc_ids[0] if task.kind != "out_of_scope" else None,

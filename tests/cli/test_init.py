@@ -80,6 +80,8 @@ def test_init_without_pyproject_writes_ragdive_yaml_with_extended(tmp_path: Path
 def test_a_bad_target_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _init(tmp_path, "--target", "not a callable") == 4
     assert "module:function" in capsys.readouterr().err
+    assert _init(tmp_path, "--target", "bot:answer", "--url", "http://127.0.0.1:9/chat") == 4
+    assert "give one" in capsys.readouterr().err and not list(tmp_path.iterdir())
 
 
 class _Bot(BaseHTTPRequestHandler):
