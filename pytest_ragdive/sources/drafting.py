@@ -208,8 +208,8 @@ def _clean(task: DraftTask, draft: GoldenDraft, docs: dict[str, Document]) -> li
             qtype = "Follow-up"
         standalone = t.rag_input if i == 0 else t.standalone_question
         rel = [d for d in dict.fromkeys(t.relevant_doc_ids) if d in known]
-        if task.kind in ("simple", "distracting", "conversation") and not rel and task.kind != "conversation":
-            rel = [task.doc_ids[0]]
+        if not rel and known:  # none named (or names that are no id shown): the documents it was drafted from
+            rel = list(task.doc_ids) if task.kind == "multi_document" else [task.doc_ids[0]]
         out.append(t.model_copy(update={"question_type": qtype, "standalone_question": standalone,
                                         "relevant_doc_ids": rel}))
     return out

@@ -223,3 +223,27 @@ def test_review_cells_that_look_like_formulas_stay_text() -> None:
 
     assert [inert(c) for c in ("=HYPERLINK(1)", "+1", "-2", "@a", "\tx", "plain", "")] == [
         "'=HYPERLINK(1)", "'+1", "'-2", "'@a", "'\tx", "plain", ""]
+
+
+def test_a_drafters_reply_is_normalised(tmp_path: Path) -> None:
+    docs = {d.id: d for d in drafting.load_documents(corpus(tmp_path))}
+    multi = drafting.DraftTask("m", "multi_document", ("refunds.md", "returns.md"))
+    reply = drafting.GoldenDraft.model_validate({"turns": [
+        {"rag_input": " Can I get my money back? ", "standalone_question": "other", "ground_truth": "Yes.",
+         "question_type": "whatever", "relevant_doc_ids": ["Refunds", "nope.md"]}]})
+    (t,) = drafting._clean(multi, reply, docs)
+    # titles or unknown names are not ids: the documents it was drafted from; turn 1 stands alone
+    assert (t.rag_input, t.standalone_question, t.question_type) == ("Can I get my money back?",) * 2 + ("Initial",)
+    assert t.relevant_doc_ids == ["refunds.md", "returns.md"]
+    conv = drafting.DraftTask("c", "conversation", ("refunds.md",), turns=2)
+    reply = drafting.GoldenDraft.model_validate({"turns": [
+        {"rag_input": "q1", "ground_truth": "a1", "relevant_doc_ids": ["refunds.md"]},
+        {"rag_input": "and it?", "standalone_question": "q2", "ground_truth": "a2", "question_type": "follow up"},
+        {"rag_input": "extra", "ground_truth": "a3"}]})
+    turns = drafting._clean(conv, reply, docs)
+    assert [(x.question_type, x.relevant_doc_ids) for x in turns] == [("Initial", ["refunds.md"]),
+                                                                      ("Follow-up", ["refunds.md"])]
+    oos = drafting.DraftTask("o", "out_of_scope", tuple(docs))
+    reply = drafting.GoldenDraft.model_validate({"turns": [
+        {"rag_input": "q", "ground_truth": "I don't know.", "relevant_doc_ids": ["refunds.md"]}]})
+    assert drafting._clean(oos, reply, docs)[0].relevant_doc_ids == []
