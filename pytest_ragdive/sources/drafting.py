@@ -20,7 +20,7 @@ was drafted from, with the turns before it as history. A case with an invalid tu
 drafted again once with the validator's reasons; still invalid, it is dropped (and
 counted). What is kept is a scripted conversation (:class:`~pytest_ragdive.sources.golden.ScriptedConversation`,
 its ``category`` the kind) marked ``reviewed: false``: the loader refuses it, so an
-unreviewed draft never gates. :func:`review_rows` lays the drafts out as ``export-review``
+unreviewed draft never gates. ``draft-golden`` lays the drafts out as ``export-review``
 rows; ``import-review --accept`` moves the accepted ones into a suite's golden file.
 
 :func:`estimate` says what drafting costs before any call (tokens from the prompts as they
@@ -339,34 +339,6 @@ def render_drafts(outcomes: Sequence[DraftOutcome], source: str) -> str:
                      f"{' (second draft)' if o.attempts > 1 else ''}")
         lines.extend(f"  {ln}" if ln else ln for ln in text.rstrip("\n").split("\n"))
     return "\n".join(lines) + "\n"
-
-
-def review_rows(convs: Sequence[ScriptedConversation], docs: dict[str, Document], suite: str) -> list[dict[str, str]]:
-    """The drafts as ``export-review`` rows: one per turn (correct, answerable, plausible)
-    and one per multi-turn conversation (diverse, coherent); ``document_text``: the
-    documents the turn names (its conversation's, for a refusal)."""
-    from ..cli.review_export import COLUMNS
-
-    rows: list[dict[str, str]] = []
-    for c in convs:
-        for i, t in enumerate(c.turns):
-            ids = t.relevant_doc_ids or ([c.document_id] if c.document_id else [])
-            rows.append({
-                "item": f"{c.id}#turn{i + 1}", "level": "turn", "suite": suite, "conversation": c.id, "run": "0",
-                "role": c.category or "", "document": " ".join(ids), "turn": str(i + 1),
-                "question_type": t.question_type, "rag_input": t.rag_input,
-                "standalone_question": t.standalone_question, "ground_truth": t.ground_truth,
-                "document_text": "\n\n".join(docs[d].text[:PROMPT_DOC_CHARS] for d in ids if d in docs),
-                "validator": "valid",
-            })
-        if len(c.turns) > 1:
-            rows.append({
-                "item": f"{c.id}#dialogue", "level": "dialogue", "suite": suite, "conversation": c.id, "run": "0",
-                "role": c.category or "", "document": c.document_id or "",
-                "transcript": "\n".join(f"Q{i + 1}: {t.rag_input}\nA{i + 1} (ground truth): {t.ground_truth}"
-                                        for i, t in enumerate(c.turns)),
-            })
-    return [{col: r.get(col, "") for col in COLUMNS} for r in rows]
 
 
 # --------------------------------------------------------------------------
