@@ -81,6 +81,7 @@ class Emulator:
         self.cache_paths: list[tuple[str, Path, str]] = []  # (action, path, key)
         self.executed: list[tuple[str, str, str]] = []  # (job, step, command) for run steps
         self.job_results: dict[str, str] = {}  # job -> success | failure | skipped (the `needs` context)
+        self.job_outputs: dict[str, dict[str, str]] = {}  # job -> its `outputs:` (the `needs` context)
 
     # -- expressions ----------------------------------------------------------
     def context(self, job: str, matrix: dict[str, Any], steps: dict[str, dict[str, str]], env: dict[str, str]) -> dict[str, Any]:
@@ -98,7 +99,7 @@ class Emulator:
             "secrets": dict(self.secrets),
             "env": env,
             "steps": {k: {"outputs": v} for k, v in steps.items()},
-            "needs": {k: {"result": v} for k, v in self.job_results.items()},
+            "needs": {k: {"result": v, "outputs": self.job_outputs.get(k, {})} for k, v in self.job_results.items()},
         }
 
     def hash_files(self, *patterns: str) -> str:
@@ -194,6 +195,8 @@ class Emulator:
             ok = ok and res.status != "failed"
         result.summary = summary.read_text()
         result.outputs = steps_out
+        ctx = self.context(name, matrix, steps_out, env)
+        self.job_outputs[name] = {k: str(self.interpolate(str(v), ctx)) for k, v in (job.get("outputs") or {}).items()}
         if self.job_results.get(name) != "failure":  # a matrix job fails when any of its legs fails
             self.job_results[name] = "failure" if result.failed else "success"
         return result

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-review": (".review_import", "read rated review CSVs back: share of yes per criterion and rater, agreement"),
     "gate": (".gate", "merge result files (the shards of a split run) and gate once, as the pytest session does"),
     "report": (".report", "render results.json, summary.md and report.html from result files (ragdive-junit.xml with --baseline)"),
+    "suites": (".suites", "the suites the config defines (NAME=true lines; --has NAME: true or false, for CI)"),
     "cache": (".cache", "the LLM cache: prune deletes the entries older than cache_ttl_days"),
 }
 

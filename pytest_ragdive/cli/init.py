@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     root = args.dir.resolve()
     if not root.is_dir():
         raise UsageError(f"--dir: {args.dir} is not a directory")
+    if args.url and args.target:
+        raise UsageError("--url and --target name two different bots: give one")
     http = http_target(args) if args.url else None
     results: list[project.Written] = []
     results.append(project.write_new(root / "conftest.py", project.conftest_text(args.target, http is not None)))

