@@ -14,17 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.config import RagdiveConfig, find_config_file, load_config, read_config_file
 from ..core.errors import ConfigError, UsageError
-from ..core.records import Document
 from ..llm.redact import missing_key
 from ..sources import drafting
-from ..sources.golden import ScriptedConversation
-from .review_export import COLUMNS
+from .review_export import COLUMNS, review_rows
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str = "draft-golden") -> None:
@@ -81,32 +78,6 @@ def draft_config(args: argparse.Namespace, base: Path, need_key: bool = True) ->
     if need_key and not cfg.record_mode.replay_only and (problem := missing_key(cfg)):
         raise ConfigError(f"ragdive draft-golden: {problem}")
     return cfg
-
-
-def review_rows(convs: Sequence[ScriptedConversation], docs: dict[str, Document], suite: str) -> list[dict[str, str]]:
-    """The drafts as ``export-review`` rows: one per turn (correct, answerable, plausible)
-    and one per multi-turn conversation (diverse, coherent); ``document_text``: the
-    documents the turn names (its conversation's, for a refusal)."""
-    rows: list[dict[str, str]] = []
-    for c in convs:
-        for i, t in enumerate(c.turns):
-            ids = t.relevant_doc_ids or ([c.document_id] if c.document_id else [])
-            rows.append({
-                "item": f"{c.id}#turn{i + 1}", "level": "turn", "suite": suite, "conversation": c.id, "run": "0",
-                "role": c.category or "", "document": " ".join(ids), "turn": str(i + 1),
-                "question_type": t.question_type, "rag_input": t.rag_input,
-                "standalone_question": t.standalone_question, "ground_truth": t.ground_truth,
-                "document_text": "\n\n".join(docs[d].text[:drafting.PROMPT_DOC_CHARS] for d in ids if d in docs),
-                "validator": "valid",
-            })
-        if len(c.turns) > 1:
-            rows.append({
-                "item": f"{c.id}#dialogue", "level": "dialogue", "suite": suite, "conversation": c.id, "run": "0",
-                "role": c.category or "", "document": c.document_id or "",
-                "transcript": "\n".join(f"Q{i + 1}: {t.rag_input}\nA{i + 1} (ground truth): {t.ground_truth}"
-                                        for i, t in enumerate(c.turns)),
-            })
-    return [{col: r.get(col, "") for col in COLUMNS} for r in rows]
 
 
 def inert(cell: str) -> str:

@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import csv
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import ReviewError
-from ..core.records import Conversation
+from ..core.records import Conversation, Document
 from ..reports.result_files import read_conversations
+from ..sources.drafting import PROMPT_DOC_CHARS
+from ..sources.golden import ScriptedConversation
 
 TURN_CRITERIA = ("correct", "answerable", "plausible")
 DIALOGUE_CRITERIA = ("diverse", "coherent")
@@ -111,19 +114,68 @@ def write_review(path: Path, rows: list[dict[str, str]], force: bool = False) ->
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:
-    parser.add_argument("results", nargs="+", type=Path, help="results.json file(s) of runs with generated conversations")
+    parser.add_argument("results", nargs="+", type=Path,
+                        help="results.json file(s) of runs with generated conversations, or draft-golden's drafts "
+                        "(.yaml: every unreviewed turn, no sampling)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the CSV to write (review.csv)")
     parser.add_argument("--sample", type=int, default=200, help="turns to sample (default 200, as in the study)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     parser.add_argument("--source", choices=("generated", "all"), default="generated",
                         help="sample generated turns (default) or every kind")
-    parser.add_argument("--corpus", type=Path, help="corpus JSONL: adds the document (the part the simulator saw) to each row")
+    parser.add_argument("--corpus", type=Path, help="corpus JSONL (or, for drafts, the documents' directory): "
+                        "adds the document (the part the simulator saw) to each row")
     parser.add_argument("--force", action="store_true", help="overwrite an existing CSV")
+
+
+def review_rows(convs: Sequence[ScriptedConversation], docs: dict[str, Document], suite: str) -> list[dict[str, str]]:
+    """The drafts as ``export-review`` rows: one per turn (correct, answerable, plausible)
+    and one per multi-turn conversation (diverse, coherent); ``document_text``: the
+    documents the turn names (its conversation's, for a refusal)."""
+    rows: list[dict[str, str]] = []
+    for c in convs:
+        for i, t in enumerate(c.turns):
+            ids = t.relevant_doc_ids or ([c.document_id] if c.document_id else [])
+            rows.append({
+                "item": f"{c.id}#turn{i + 1}", "level": "turn", "suite": suite, "conversation": c.id, "run": "0",
+                "role": c.category or "", "document": " ".join(ids), "turn": str(i + 1),
+                "question_type": t.question_type, "rag_input": t.rag_input,
+                "standalone_question": t.standalone_question, "ground_truth": t.ground_truth,
+                "document_text": "\n\n".join(docs[d].text[:PROMPT_DOC_CHARS] for d in ids if d in docs),
+                "validator": "valid",
+            })
+        if len(c.turns) > 1:
+            rows.append({
+                "item": f"{c.id}#dialogue", "level": "dialogue", "suite": suite, "conversation": c.id, "run": "0",
+                "role": c.category or "", "document": c.document_id or "",
+                "transcript": "\n".join(f"Q{i + 1}: {t.rag_input}\nA{i + 1} (ground truth): {t.ground_truth}"
+                                        for i, t in enumerate(c.turns)),
+            })
+    return [{col: r.get(col, "") for col in COLUMNS} for r in rows]
+
+
+def _drafts_rows(args: argparse.Namespace) -> list[dict[str, str]]:
+    """Every turn of the drafts files given (draft-golden's YAML), as draft-golden lays
+    them out: after a fix of rejected drafts, a fresh CSV to rate them again."""
+    from ..sources.drafting import load_documents
+    from ..sources.golden import each_conversation
+    docs = {d.id: d for d in load_documents(args.corpus)} if args.corpus is not None else {}
+    rows: list[dict[str, str]] = []
+    for path in args.results:
+        rows += review_rows([c for c in each_conversation(path) if not c.reviewed], docs, path.stem)
+    if not rows:
+        raise ReviewError(f"no unreviewed drafts in {', '.join(map(str, args.results))}")
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
     if args.sample < 1:
         raise ReviewError(f"--sample must be at least 1, got {args.sample}")
+    if any(p.suffix in (".yaml", ".yml") for p in args.results):
+        rows = _drafts_rows(args)
+        write_review(args.output, rows, args.force)
+        print(f"wrote {args.output}: every turn of {len({r['conversation'] for r in rows})} draft(s) to rate; then: "
+              "ragdive import-review FILE... --accept DRAFTS --into GOLDEN")
+        return 0
     convs = [c for p in args.results for c in read_conversations(p)]
     corpus: dict[str, str] = {}
     if args.corpus is not None:

@@ -247,3 +247,16 @@ def test_a_drafters_reply_is_normalised(tmp_path: Path) -> None:
     reply = drafting.GoldenDraft.model_validate({"turns": [
         {"rag_input": "q", "ground_truth": "I don't know.", "relevant_doc_ids": ["refunds.md"]}]})
     assert drafting._clean(oos, reply, docs)[0].relevant_doc_ids == []
+
+
+def test_export_review_of_drafts_after_a_fix(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeLLMServer() as server:
+        assert _draft(project, server, "--kinds", "simple,conversation", "--per-kind", "1") == 0
+    drafts = project / "golden" / "drafts" / "core.yaml"
+    out = project / "again.csv"
+    assert main(["export-review", str(drafts), "-o", str(out), "--corpus", "docs"]) == 0
+    again = list(csv.DictReader(out.open()))
+    first = list(csv.DictReader((project / "golden" / "drafts" / "core-review.csv").open()))
+    assert [(r["item"], r["level"]) for r in again] == [(r["item"], r["level"]) for r in first]
+    assert all(r["document_text"] for r in again if r["level"] == "turn")
+    assert "every turn of 2 draft(s)" in capsys.readouterr().out
