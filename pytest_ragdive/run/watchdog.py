@@ -17,9 +17,12 @@ Two ways an async target stalls a whole run, and what each looks like here:
   (:class:`InFlight`); one still running :data:`GRACE_S` after its timeout is
   named.
 
-Either way it calls ``on_stall(message)`` once: the pipeline then cancels what
-is still waiting, so that the run ends cleanly (the item fails with the message,
-the run is marked incomplete, the finished conversations are reported). Cheap:
+Either way it calls ``on_stall(message)`` once. For a loop blocked inside one
+conversation's turn it first keeps that conversation (:attr:`Watchdog.stuck`): the
+pipeline reports it as stuck and runs the others on a fresh loop. Otherwise the
+pipeline cancels what is still waiting, so that the run ends cleanly (the item fails
+with the message, the run is marked incomplete, the finished conversations are
+reported). Cheap:
 one timer callback on the loop per beat, a dict entry per target call.
 """
 
