@@ -180,3 +180,72 @@ def test_combined_prompt_covers_every_turn_metric() -> None:
     p = load_prompt("judge_combined")
     for metric in TURN_METRICS:
         assert f"{metric}:" in p.system and f'"{metric}"' in p.system
+
+
+def test_cascade_asks_the_strong_model_one_combined_request_per_turn(tmp_path: Path) -> None:
+    def handler(body: dict[str, Any]) -> dict[str, Any]:
+        if body["model"].endswith("strong") and aspect(body) == "combined":
+            n = turn_no(body)
+            return {
+                "faithfulness": {"claims": [{"claim": "c", "supported": True, "reason": "strong ok"}]},
+                "context_precision": {"verdicts": [{"context": i, "relevant": True} for i in range(1, 4 if n == 1 else 3)]},
+                "context_recall": {"statements": [{"statement": "s", "attributed": True}]},
+                "correctness": {"correct": True, "reason": "strong says correct"},
+            }
+        return scripted(body)
+
+    conv = make_conv()
+    with FakeLLMServer(handler) as server:
+        cfg = cfg_for(server, tmp_path, judge_prompts="combined", judged_metrics=list(TURN_METRICS),
+                      judge_cascade=["openai/cheap", "openai/strong"])
+        run_judge(cfg, conv)
+        sent = [(b["model"].split("/")[-1], aspect(b), turn_no(b)) for b in server.requests]
+    # the cheap model's verdicts have negatives on both turns: the strong model is asked once per turn
+    assert sorted(sent) == [("cheap", "combined", 1), ("cheap", "combined", 2),
+                            ("strong", "combined", 1), ("strong", "combined", 2)]
+    for n, turn in enumerate(conv.turns, start=1):
+        for metric in TURN_METRICS:  # every negative re-judged by the strong model, whose verdict stands
+            assert turn.scores[metric] == 1.0, metric
+            positive = EXPECTED_TURN[n][metric] == 1.0  # the cheap model's verdict was positive: it stands
+            assert turn.verdicts[metric].model == ("openai/cheap" if positive else "openai/strong"), (n, metric)
+    # turn 1's correctness and turn 2's recall were positive with the cheap model: 6 of 8 re-judged
+    assert conv.judge_calls is not None and conv.judge_calls.rejudged == 6
+
+
+def test_the_estimate_counts_one_combined_call_per_turn_and_finds_its_cache(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "run"))
+    import asyncio
+
+    from test_estimate import _answered, _cfg, _price, _write
+
+    from pytest_ragdive.llm import LLMClient
+    from pytest_ragdive.llm.cache import LLMCache
+    from pytest_ragdive.metrics.backends import judge_conversation
+    from pytest_ragdive.run.estimate import cache_lookup, estimate
+    from pytest_ragdive.run.planning import plan_all
+
+    _write(tmp_path)
+    with FakeLLMServer() as server:
+        cfg = _cfg(server, tmp_path, judge_prompts="combined")
+        plans = plan_all(cfg, True, [])
+        cold = estimate(plans, cfg, price=_price)
+        assert server.request_count == 0
+        (judge,) = cold.suites[0].roles
+        assert judge.calls == 5 + 2  # one per answered turn (2 singles + 3 turns), 2 for the conversation
+        convs = {p.key: _answered(c) for p in plans if (c := p.new_conversation()) is not None}
+
+        async def judge_all() -> None:
+            client = LLMClient.from_config(cfg)
+            try:
+                for conv in convs.values():
+                    await judge_conversation(conv.model_copy(deep=True), client, cfg, {})
+            finally:
+                await client.aclose()
+
+        asyncio.run(judge_all())
+        assert server.request_count == 7  # the fake server answers every combined part validly
+        cache = LLMCache.from_config(cfg)
+        assert cache is not None
+        with cache:
+            warm = estimate(plans, cfg, lookup=cache_lookup(cache), previous=convs, price=_price)
+    assert (warm.suites[0].roles[0].calls, warm.suites[0].roles[0].warm_calls) == (7, 0)
