@@ -11,7 +11,8 @@ instance of the JSON schema the prompt asks for (lists of two items). Each
 tool judges every sample twice, the second time as a rerun would; this plugin
 goes through its judge cache (a fresh directory), the peers as they come.
 
-Columns: wall s of the first run; requests and prompt tokens (characters / 4,
+``ragdive combined`` is ``judge_prompts = "combined"`` (the four metrics of a
+turn in one request). Columns: wall s of the first run; requests and prompt tokens (characters / 4,
 as the server counts) per sample; requests in the second run. Metrics:
 ragdive judges faithfulness, context precision (one call for all contexts),
 context recall and correctness; ragas faithfulness (2 calls), context
@@ -44,7 +45,7 @@ def example(schema, defs):
     return example_from_schema(schema, defs, fill=True)
 
 def schema_in(text):
-    i = text.find("JSON Schema")
+    i = text.lower().find("json schema")  # ours and ragas' ("JSON Schema"): the reply forms come before it
     j = text.find("{", i if i >= 0 else 0)
     if j < 0:
         return None
@@ -56,6 +57,9 @@ def schema_in(text):
 def handler(body):
     rf = body.get("response_format") or {}
     schema = (rf.get("json_schema") or {}).get("schema")
+    if schema is not None and schema.get("title") == "CombinedJudgment":  # one verdict per context
+        from pytest_ragdive.metrics.judged.combined import placeholder_reply
+        return placeholder_reply(schema, body.get("messages", []), fill=True)
     if schema is None:
         text = "\n".join(m.get("content") or "" for m in body.get("messages", []) if isinstance(m.get("content"), str))
         schema = schema_in(text)
@@ -109,13 +113,15 @@ class Server:
         self.proc.wait(timeout=10)
 
 
-def run_ragdive(url: str, data: list[dict[str, Any]], concurrency: int, transport: str, cache_dir: str) -> float:
+def run_ragdive(url: str, data: list[dict[str, Any]], concurrency: int, transport: str, cache_dir: str,
+                prompts: str = "per_metric") -> float:
     from pytest_ragdive.core.records import Context, Conversation, Turn
     from pytest_ragdive.llm import LLMClient
     from pytest_ragdive.metrics.judged import judge_conversation
     from pytest_ragdive.testing import config_for
 
-    cfg = config_for(url, cache_dir=cache_dir, concurrency=concurrency, llm={"transport": transport})
+    cfg = config_for(url, cache_dir=cache_dir, concurrency=concurrency, llm={"transport": transport},
+                     judge_prompts=prompts)
     convs = [Conversation(id=f"s{i}", turns=[Turn(
         rag_input=d["question"], standalone_question=d["question"], ground_truth=d["ground_truth"],
         question_type="Single", answer=d["answer"],
@@ -199,8 +205,11 @@ def main() -> None:
     import importlib.util
 
     tools: list[tuple[str, Any]] = []
-    with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
+    with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2, \
+            tempfile.TemporaryDirectory() as d3:
         tools.append(("ragdive (openai_http)", lambda url: run_ragdive(url, data, args.concurrency, "openai_http", d1)))
+        tools.append(("ragdive combined (openai_http)",
+                      lambda url: run_ragdive(url, data, args.concurrency, "openai_http", d3, "combined")))
         tools.append(("ragdive (litellm)", lambda url: run_ragdive(url, data, args.concurrency, "litellm", d2)))
         if importlib.util.find_spec("ragas") is not None:
             tools.append(("ragas evaluate()", lambda url: run_ragas(url, data, args.concurrency)))

@@ -3,6 +3,7 @@ fake server at a fixed latency, per transport and concurrency.
 
     python benchmarks/bench_plugin_llm.py                                  # 64 x 5, 8/16/32, both transports
     python benchmarks/bench_plugin_llm.py --concurrency 32 --transports openai_http
+    python benchmarks/bench_plugin_llm.py --concurrency 32,64 --judge-prompts combined   # one judge request per turn
 
 A temporary project runs ``pytest --ragdive-suite=core`` on a generated suite
 (``conversations`` x ``turns``, the RAG-DIVE simulator and validator, the
@@ -69,6 +70,9 @@ def handler(body):
     # the schema asked for: json_schema mode sends it, JSON mode (litellm here) puts it into the prompt
     schema = (rf.get("json_schema") or {}).get("schema") or schema_in_prompt(text) or {}
     props = schema.get("properties", {})
+    if schema.get("title") == "CombinedJudgment":  # judge_prompts = "combined": one verdict per context
+        from pytest_ragdive.metrics.judged.combined import placeholder_reply
+        return placeholder_reply(schema, body.get("messages", []), fill=True)
     if "rag_input" in props:  # the simulator
         i = next(n)
         first = "this is the first turn" in text
@@ -152,7 +156,8 @@ CONFTEST = textwrap.dedent(
 )
 
 
-def project(root: Path, url: str, transport: str, concurrency: int, conversations: int, turns: int) -> None:
+def project(root: Path, url: str, transport: str, concurrency: int, conversations: int, turns: int,
+            judge_prompts: str = "per_metric") -> None:
     (root / "bench_target.py").write_text(TARGET.format(example=str(EXAMPLE)))
     (root / "conftest.py").write_text(CONFTEST)
     (root / "pyproject.toml").write_text(textwrap.dedent(f"""
@@ -165,6 +170,7 @@ def project(root: Path, url: str, transport: str, concurrency: int, conversation
         model = "openai/fake-model"
         concurrency = {concurrency}
         cache_dir = "cache"
+        judge_prompts = "{judge_prompts}"
 
         [tool.ragdive.llm]
         api_base = "{url}"
@@ -204,6 +210,8 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--concurrency", default="8,16,32")
     ap.add_argument("--transports", default="openai_http,litellm")
+    ap.add_argument("--judge-prompts", default="per_metric", choices=("per_metric", "combined"),
+                    help="combined: one judge request per answered turn (judge_prompts)")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.latency)], stdin=subprocess.PIPE,
@@ -236,7 +244,7 @@ def main() -> None:
             for level in (int(x) for x in args.concurrency.split(",")):
                 with tempfile.TemporaryDirectory() as d:
                     root = Path(d)
-                    project(root, url, transport, level, args.conversations, args.turns)
+                    project(root, url, transport, level, args.conversations, args.turns, args.judge_prompts)
                     count()
                     load = os.getloadavg()[0]
                     cold = run(root, transport)

@@ -77,6 +77,12 @@ class RagdiveConfig(Strict):
     judge_backend: Literal["builtin", "ragas"] = "builtin"  # who computes the judged metrics: the plugin's own judges, or ragas' metrics (the ragas extra)
     # "batch": judge calls go through the provider's batch API (OpenAI files + batches) at batch prices
     judge_mode: Literal["direct", "batch"] = "direct"  # direct: one request per judge call; batch: through the provider's batch API at batch prices
+    judge_prompts: Literal["per_metric", "combined"] = Field(
+        "per_metric",
+        description="per_metric: one judge request per single-turn metric (four per answered turn); combined: "
+        "faithfulness, context precision, context recall and correctness in one request per answered turn (a "
+        "malformed part is asked again alone with its own prompt; docs/llm.md says why per_metric is the default)",
+    )
     judge_cascade: list[str] = Field(default_factory=list)  # [cheap, strong]: judge with the first model, re-judge negative or unparseable verdicts with the next
     judged_metrics: list[JudgedMetric] = Field(
         default_factory=lambda: list(DEFAULT_JUDGED), min_length=1,
@@ -344,6 +350,9 @@ class RagdiveConfig(Strict):
         for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
             # the rubric prompts count where the config defines a rubric judge (a release that adds
             # a prompt keeps the hashes of configs that do not use it)
+            # (the combined judge's prompt, likewise, where judge_prompts = "combined")
+            if f.name == "judge_combined.yaml" and self.judge_prompts != "combined":
+                continue
             if f.name.endswith(".yaml") and (self.judges or not f.name.startswith("judge_rubric")):
                 out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
         return out
@@ -355,6 +364,7 @@ class RagdiveConfig(Strict):
             "suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
             "llm", "model", "judges", "metric_modules", "faithfulness_backend", "nli", "judge_band",
             "score_max_answer_chars",
+            "judge_prompts",
         )
         # defaults left out: a plugin release that adds a setting keeps old hashes
         data = self.model_dump(mode="json", include=set(keys), exclude_defaults=True)

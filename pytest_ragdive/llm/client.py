@@ -243,11 +243,13 @@ class LLMClient:
         turn_loop: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        key_tag: str | None = None,
     ) -> LLMResult[T]:
         """A reply parsed into ``schema``; ``value`` None (and ``error`` set) when invalid after
         one repair call. ``turn_loop``: a conversation's turn loop waits for this call (a judge
         call in a sharded turn): it gets a slot with the turn-loop calls and is never batched.
-        ``temperature`` (else the role's) and ``max_tokens`` (output cap) are part of the key."""
+        ``temperature`` (else the role's), ``max_tokens`` (output cap) and ``key_tag`` (a mode whose
+        calls must not share cache entries with another's) are part of the key."""
         model = model or self.model_for(role)
         check_role(role)
         role_t, seed = self._sampling(role, seed)
@@ -256,7 +258,7 @@ class LLMClient:
         msgs = [dict(m) for m in messages]
         priority = TURN_LOOP if turn_loop else priority_of(role)
         call = Call(role, model, temperature, seed, prompt_id, prompt_version, schema, js, configured, priority,
-                    max_tokens)
+                    max_tokens, key_tag)
         self._stats.bump(role, model, calls=1)
         r1, c1, k1 = await self._complete(msgs, call)
         tokens = (r1.prompt_tokens if not c1 else 0, r1.completion_tokens if not c1 else 0)
@@ -348,7 +350,7 @@ class LLMClient:
             structured=call.configured,
             prompt_id=call.prompt_id,
             prompt_version=call.prompt_version,
-            extra=key_extra(repair, call.max_tokens),
+            extra=key_extra(repair, call.max_tokens, call.key_tag),
         )
         (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call))
         if shared:

@@ -49,14 +49,17 @@ def cache_key(
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
-def key_extra(repair: bool, max_tokens: int | None) -> dict[str, Any] | None:
-    """The key's ``extra`` part of one call: the repair call, an output cap (absent when
-    unset, so that an uncapped call keeps its key)."""
+def key_extra(repair: bool, max_tokens: int | None, tag: str | None = None) -> dict[str, Any] | None:
+    """The key's ``extra`` part of one call: the repair call, an output cap, a caller's tag
+    (``judge_prompts = "combined"``: its judge calls never share an entry with the
+    per-metric mode's); each absent when unset, so that a plain call keeps its key."""
     extra: dict[str, Any] = {}
     if repair:
         extra["repair"] = 1
     if max_tokens:
         extra["max_tokens"] = max_tokens
+    if tag:
+        extra["tag"] = tag
     return extra or None
 
 

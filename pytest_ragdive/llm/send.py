@@ -45,6 +45,7 @@ class Call:
     #: a judge call a turn loop waits for (``turn_loop=True``) counts as a turn-loop call
     priority: int = TURN_LOOP
     max_tokens: int | None = None  # the output cap (None: the provider's default)
+    key_tag: str | None = None  # part of the cache key only (see keys.key_extra)
 
 
 class Sender:

@@ -169,15 +169,18 @@ class _ProbeClient:
 
     async def complete_json(self, role: str, messages: list[dict[str, Any]], schema: type[BaseModel], *,
                             prompt_id: str | None = None, prompt_version: str | None = None,
-                            model: str | None = None, seed: int | None = None) -> _Result:
+                            model: str | None = None, seed: int | None = None,
+                            key_tag: str | None = None) -> _Result:
         from ..llm.cache import cache_key
+        from ..llm.keys import key_extra
 
         model = model or self.model_for(role)
         rm = getattr(self.cfg.llm, role)
         js = schema.model_json_schema()
         key = cache_key(model=model, messages=[dict(m) for m in messages], temperature=float(rm.temperature),
                         seed=seed if seed is not None else rm.seed, schema=js,
-                        structured=self.cfg.llm.structured_output, prompt_id=prompt_id, prompt_version=prompt_version)
+                        structured=self.cfg.llm.structured_output, prompt_id=prompt_id, prompt_version=prompt_version,
+                        extra=key_extra(False, None, key_tag))
         hit = self.lookup(key) if self.lookup is not None else None
         item = cache_key(model="", messages=messages, temperature=None, seed=None, prompt_id=prompt_id)
         cascade = list(self.cfg.judge_cascade)
@@ -197,6 +200,10 @@ class _ProbeClient:
                 pass  # a cached reply the run would repair: judged as a placeholder here
         from ..llm.structured import example_from_schema
 
+        if js.get("title") == "CombinedJudgment":  # judge_prompts = "combined": a valid placeholder reply
+            from ..metrics.judged.combined import placeholder_reply
+
+            return _Result(schema.model_validate(placeholder_reply(js, messages)), "", None, hit is not None, model)
         return _Result(schema.model_validate(example_from_schema(js)), "", None, hit is not None, model)
 
 

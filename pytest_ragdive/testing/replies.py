@@ -66,6 +66,10 @@ def default_handler(body: dict[str, Any]) -> str | dict[str, Any]:
         return verdict
     if rf.get("type") == "json_schema":
         schema = (rf.get("json_schema") or {}).get("schema") or {}
+        if schema.get("title") == "CombinedJudgment":  # judge_prompts = "combined": a verdict per context
+            from ..metrics.judged.combined import placeholder_reply
+
+            return placeholder_reply(schema, body.get("messages") or [])
         return example_from_schema(schema) or {}
     if rf.get("type") == "json_object":
         return {}

@@ -148,9 +148,13 @@ def test_thirty_percent_faults_every_conversation_correct(tmp_path: Path, transp
 
 def test_faults_on_repairs_too_never_crash(tmp_path: Path) -> None:
     hook = fault_hook(0.3, seed=3, on_repairs=True)
-    with FakeLLMServer(handler, hang_s=1.0, retry_after_s=0.02, fault_for=hook) as s:
+    # a hang (4 s) outlives the timeout (1 s), which a slow reply on a loaded 2-core machine does not
+    # (with 0.3 s, replies queued behind other agents' work timed out too, and once in a while a call
+    # ran out of its retries: an error the faults did not inject); 8 requests in flight, as above
+    with FakeLLMServer(handler, hang_s=4.0, retry_after_s=0.02, fault_for=hook) as s:
         cfg = config_for(
-            s, cache_dir=str(tmp_path / "cache"), llm={"transport": "openai_http", "timeout_s": 0.3, "max_retries": 8}
+            s, cache_dir=str(tmp_path / "cache"), concurrency=8,
+            llm={"transport": "openai_http", "timeout_s": 1.0, "max_retries": 8, "max_in_flight": 8},
         )
         client = LLMClient.from_config(cfg, backoff_base_s=0.01, backoff_max_s=0.1)
         convs = asyncio.run(run_all(client))

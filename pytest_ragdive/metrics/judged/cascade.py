@@ -82,9 +82,11 @@ async def cascade(metric: str, judge: JudgeFn, models: Sequence[str | None], cal
 
 
 def prompt_judge(
-    client: LLMClient, metric: str, values: dict[str, Any], n_contexts: int, level: str, calls: JudgeCalls
+    client: LLMClient, metric: str, values: dict[str, Any], n_contexts: int, level: str, calls: JudgeCalls,
+    key_tag: str | None = None,
 ) -> JudgeFn:
-    """A JudgeFn that asks our prompt ``judge_<metric>`` for one item."""
+    """A JudgeFn that asks our prompt ``judge_<metric>`` for one item (``key_tag``: the
+    judge mode's tag of its cache key, :mod:`.combined`)."""
     spec = SPECS[metric]
     prompt = load_prompt(f"judge_{metric}")
     messages = prompt.render(fence_note=FENCE_NOTE, **values)
@@ -92,7 +94,8 @@ def prompt_judge(
     async def judge(model: str | None) -> Outcome:
         requested = model or default_model(client)
         res = await client.complete_json(
-            ROLE, messages, spec.schema, prompt_id=prompt.id, prompt_version=prompt.version, model=model
+            ROLE, messages, spec.schema, prompt_id=prompt.id, prompt_version=prompt.version, model=model,
+            key_tag=key_tag,
         )
         # counted under the configured name (the one judge_cascade lists), not the server's echo
         used = requested or res.model

@@ -19,6 +19,7 @@ from ...core.errors import CacheMissError
 from ...core.records import Conversation, Document, JudgeCalls, Turn, Verdict
 from ...llm.prompts import fence
 from .cascade import JudgeFactory, JudgeFn, cascade, judge_models, prompt_judge
+from .combined import KEY_TAG, CombinedTurn
 from .inputs import contexts_block, reference_text, transcript
 from .rubric import judge_item, turn_inputs
 from .scoring import CONVERSATION_METRICS, TURN_METRICS
@@ -109,6 +110,7 @@ class ConversationJudge:
         self.rubrics = dict(cfg.judges)  # the config's rubric judges (metrics of their own)
         self.band = cfg.judge_band
         self.lexical = cfg.faithfulness_backend == "lexical"
+        self.combined = cfg.judge_prompts == "combined"  # one request per answered turn (.combined)
         self._items: dict[int, list[_Item]] = {}  # by id() of the answered turn, in the order seen
         self._error: BaseException | None = None  # building a turn's judges failed
 
@@ -118,10 +120,15 @@ class ConversationJudge:
         items: list[_Item] = []
         self._items[id(turn)] = items
         try:
-            judges = _turn_judges(self.conv, turn, self.client, self.documents, self.calls, self.backend_judges)
+            tag = KEY_TAG if self.combined else None
+            judges, values = _turn_judges(
+                self.conv, turn, self.client, self.documents, self.calls, self.backend_judges, tag
+            )
             if self.band is not None and not isinstance(judges.get("faithfulness"), Verdict):
                 if not _in_band(self.conv, turn, self.band, self.lexical):
                     del judges["faithfulness"]  # the offline figure stands (its verdict says so)
+            if self.combined:
+                self._combine(judges, values, len(turn.contexts))
             for metric, judge in ((m, j) for m, j in judges.items() if m in self.selected):
                 items.append((turn, metric, judge if isinstance(judge, Verdict) else self._start(metric, judge)))
             for name, rj in self.rubrics.items():
@@ -129,6 +136,20 @@ class ConversationJudge:
                     items.append((turn, name, self._start(name, judge_item(self.client, name, rj, turn_inputs(turn), self.calls))))
         except Exception as exc:  # noqa: BLE001 - raised by finish(), as a judging error
             self._error = exc
+
+    def _combine(self, judges: dict[str, JudgeFn | Verdict], values: dict[str, Any], n_contexts: int) -> None:
+        """The turn's prompt-judged single-turn metrics, two or more of them, through one
+        combined request (their own judges stay as the fallbacks of malformed parts)."""
+        own: dict[str, JudgeFn] = {}
+        for m in TURN_METRICS:
+            judge = judges.get(m)
+            if m in self.selected and m not in self.backend_judges and judge is not None and not isinstance(judge, Verdict):
+                own[m] = judge
+        if len(own) < 2:
+            return
+        group = CombinedTurn(self.client, values, list(own), n_contexts, self.calls, own)
+        for m in own:
+            judges[m] = group.judge(m)
 
     def _start(self, metric: str, judge: JudgeFn) -> asyncio.Future[Verdict]:
         return asyncio.ensure_future(cascade(metric, judge, self.models, self.calls))
@@ -233,8 +254,11 @@ def _turn_judges(
     documents: Mapping[str, Document],
     calls: JudgeCalls,
     backend_judges: Mapping[str, JudgeFactory],
-) -> dict[str, JudgeFn | Verdict]:
-    """One judge per turn-level metric, or a not-applicable verdict where the inputs are missing."""
+    key_tag: str | None = None,
+) -> tuple[dict[str, JudgeFn | Verdict], dict[str, Any]]:
+    """One judge per turn-level metric, or a not-applicable verdict where the inputs are missing;
+    and the values of the combined prompt (:mod:`.combined`). ``key_tag``: the judge mode's tag
+    of the calls' cache keys."""
     out: dict[str, JudgeFn | Verdict] = {}
     contexts = list(turn.contexts)
     n = len(contexts)
@@ -247,7 +271,7 @@ def _turn_judges(
         factory = backend_judges.get(metric)
         if factory is not None:
             return factory(client, metric, turn, calls)
-        return prompt_judge(client, metric, values, n, "turn", calls)
+        return prompt_judge(client, metric, values, n, "turn", calls, key_tag)
 
     if n:
         out["faithfulness"] = make(
@@ -265,18 +289,16 @@ def _turn_judges(
         out["context_precision"] = _not_applicable(why)
         out["context_recall"] = _not_applicable(why)
     reference = reference_text(conv, turn, documents)
+    shared = {
+        "question": question,
+        "answer": answer,
+        "ground_truth": fence(ground_truth, "ground truth") if ground_truth else "(none given)",
+        "reference": fence(reference, "document") if reference else "(none available)",
+    }
     if ground_truth or reference:
-        out["correctness"] = make(
-            "correctness",
-            {
-                "question": question,
-                "answer": answer,
-                "ground_truth": fence(ground_truth, "ground truth") if ground_truth else "(none given)",
-                "reference": fence(reference, "document") if reference else "(none available)",
-            },
-        )
+        out["correctness"] = make("correctness", dict(shared))
     else:
         out["correctness"] = _not_applicable("no ground truth and no reference document")
     # seed 001's relevance judge (judged_metrics = [..., "answer_relevance"]): question and answer only
     out["answer_relevance"] = make("answer_relevance", {"question": question, "answer": answer})
-    return out
+    return out, {**shared, "contexts": ctx_block or "(none retrieved)", "n_contexts": n}
