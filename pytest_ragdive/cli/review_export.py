@@ -110,7 +110,17 @@ def write_review(path: Path, rows: list[dict[str, str]], force: bool = False) ->
     with atomic_open(path, newline="") as fh:  # a link at the path is replaced, never written through
         w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: inert_cell(v) for k, v in r.items()} for r in rows)
+
+
+#: what a spreadsheet reads as the start of a formula (OWASP's list: = + - @, tab, carriage return)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(value: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one that starts like a formula gets a leading
+    ``'`` (the bot's answer ``=HYPERLINK(...)`` is read as the text it is)."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:

@@ -23,6 +23,7 @@ conversation marked ``reviewed: false``: a person corrects the drafts and sets
 from __future__ import annotations
 
 import random
+import re
 
 from ..sources.golden import ScriptedConversation, ScriptedTurn
 from .replay import LoggedConversation, LoggedTurn
@@ -108,10 +109,32 @@ def render_candidates(selected: list[tuple[LoggedConversation, list[str]]], sour
         data = _scripted(conv).model_dump(exclude_defaults=True)
         data = {"id": data.pop("id"), "title": data.pop("title"), "reviewed": False, **data}
         text = yaml.safe_dump([data], sort_keys=False, allow_unicode=True, width=100)
-        lines.append(f"  # kept for: {'; '.join(why)}")
+        lines.append(f"  # kept for: {_comment('; '.join(why))}")
         lines.extend(f"  {ln}" if ln else ln for ln in text.rstrip("\n").split("\n"))
     if not selected:
         lines[-1] = "conversations: []"
-    return "\n".join(lines) + "\n"
+    out = "\n".join(lines) + "\n"
+    _check_drafts(out, len(selected))
+    return out
+
+
+#: what ends a YAML comment: line breaks (YAML counts NEL and the Unicode separators too) and
+#: the other control characters
+_LINE_ENDS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ufeff]")
+
+
+def _comment(text: str) -> str:
+    """Text from a log (a feedback category) inside a YAML comment: on one line, so it cannot
+    end the comment and add keys or conversations of its own."""
+    return " ".join(_LINE_ENDS.sub(" ", text).split())
+
+
+def _check_drafts(text: str, n: int) -> None:
+    """The file holds exactly the ``n`` drafts, each ``reviewed: false`` (a person reviews them)."""
+    import yaml
+
+    convs = (yaml.safe_load(text) or {}).get("conversations") or []
+    if len(convs) != n or any(not isinstance(c, dict) or c.get("reviewed") is not False for c in convs):
+        raise ValueError("logs-to-suite: the candidates file would not hold exactly its drafts, each reviewed: false")
 
 

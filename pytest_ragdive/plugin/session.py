@@ -370,8 +370,10 @@ class RagdiveSession:
             # the decision stands and is printed; then one clear error, and the run fails
             what = e.filename or (self.cfg.report_dir or self.cfg.baseline)
             outcome.fatal.append(f"ragdive could not write {what}: {e.strerror or e}")
-            if outcome.status is GateStatus.BASELINE_WRITTEN:
+            if outcome.status is GateStatus.BASELINE_WRITTEN and outcome.baseline_path is None:
                 outcome.notes.append("baseline NOT written: the file could not be written")
+            elif outcome.baseline_path is not None:  # the baseline was written; a report after it was not
+                outcome.notes.append(f"baseline written to {outcome.baseline_path}; the reports could not be written")
             outcome.status = GateStatus.FAILED
         self.outcome = outcome
         return outcome
