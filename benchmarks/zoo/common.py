@@ -269,7 +269,7 @@ def wrong_sentence(corpus: Corpus, doc: Doc, query: Mapping[str, float], avoid: 
 INVENTED = (
     "Members of the loyalty club get this free of charge on Sundays.",
     "Since last month this also applies to every customer over 65 at half the price.",
-    "You can arrange all of this by text message to 0800 555 0199, at no extra cost.",
+    "You can arrange all of this by text message, at no extra cost, until midnight.",
 )
 COURTESY = "Happy to help! "
 # a synonym table (benign rewording): whole words or phrases, lower case

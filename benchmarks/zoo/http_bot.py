@@ -6,8 +6,10 @@ sentence. The server answers ``POST /chat`` with a body ``{"query": ..., "histor
      "content": ...}], "cited": [...]}}
 
 so the plugin's HTTP target reads it with reply paths (``answer = "data.reply"``...,
-:data:`TARGET`). Run one by hand: ``python -m zoo.http_bot --port 8765`` (knobs from
-``ZOO_KNOBS``)."""
+:func:`target_config`). The knobs of a request are its ``X-Zoo-Knobs`` and ``X-Zoo-Seed``
+headers when it sends them (the target's config sends ``${ZOO_KNOBS}`` and ``${ZOO_SEED}``
+from the pytest process's environment, like a deployment flag), else the server's own.
+Run one by hand: ``python -m zoo.http_bot --port 8765``."""
 
 from __future__ import annotations
 
@@ -45,10 +47,11 @@ def target_config(url: str) -> dict[str, Any]:
         "contexts": "data.sources",
         "citations": "data.cited",
         "context_fields": {"id": "chunk_id", "doc_id": "meta.source", "text": "content"},
+        "headers": {"X-Zoo-Knobs": "${ZOO_KNOBS}", "X-Zoo-Seed": "${ZOO_SEED}"},
     }
 
 
-def _handler(bot: CoworkingBot) -> type[BaseHTTPRequestHandler]:
+def _handler(server: BotServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             size = int(self.headers.get("Content-Length") or 0)
@@ -61,6 +64,10 @@ def _handler(bot: CoworkingBot) -> type[BaseHTTPRequestHandler]:
                 messages = [*history, {"role": "user", "content": str(body["query"])}]
             except (ValueError, KeyError, TypeError):
                 self.send_error(400)
+                return
+            bot = server.bot_for(self.headers.get("X-Zoo-Knobs"), self.headers.get("X-Zoo-Seed"))
+            if bot is None:
+                self.send_error(400, "unknown knob")
                 return
             answer, docs, cited = bot.respond(messages)
             reply = {"data": {
@@ -86,9 +93,24 @@ class BotServer:
 
     def __init__(self, knobs: Knobs | None = None, port: int = 0) -> None:
         self.bot = CoworkingBot(knobs)
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self.bot))
+        self._bots: dict[tuple[str, str], CoworkingBot] = {}
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def bot_for(self, knobs: str | None, seed: str | None) -> CoworkingBot | None:
+        """The bot of a request's knob headers (None: a knob it does not know); the server's own without them."""
+        if knobs is None and seed is None:
+            return self.bot
+        key = (knobs or "", seed or "0")
+        with self._lock:
+            if key not in self._bots:
+                try:
+                    self._bots[key] = CoworkingBot(Knobs.from_env({"ZOO_KNOBS": key[0], "ZOO_SEED": key[1]}))
+                except ValueError:
+                    return None
+            return self._bots[key]
 
     @property
     def url(self) -> str:
