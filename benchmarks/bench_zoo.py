@@ -43,7 +43,8 @@ from zoo.http_bot import BotServer, target_config  # noqa: E402
 # short names of the gated metrics in the table
 SHORT = {
     "correctness": "corr", "answer_f1": "f1", "faithfulness": "faith", "recall_at_k": "r@k", "mrr": "mrr",
-    "context_recall": "ctx_rec", "forgetfulness": "forget", "citation_rate": "cite_rate",
+    "context_recall": "ctx_rec", "forgetfulness": "forget", "forgotten_turn_share": "forgot_share",
+    "citation_rate": "cite_rate",
     "safety_pass_rate": "safety", "assertion_pass_rate": "assert", "answer_relevance": "relev",
 }
 FAILED_VERDICTS = ("regression", "no data", "not in baseline")
@@ -69,7 +70,8 @@ class Gate:
             return f"error ({self.error})"
         up = "".join(f" (↑{SHORT.get(m, m)})" for m in self.improved)
         if self.failed:
-            return ", ".join(SHORT.get(m, m) for m in self.failed) + up
+            inconclusive = {m for m, v in self.values.items() if v[2] == "inconclusive"}
+            return ", ".join(SHORT.get(m, m) + ("?" if m in inconclusive else "") for m in self.failed) + up
         return ("pass" if self.rc == 0 else f"rc {self.rc}") + up
 
 
@@ -243,9 +245,11 @@ def print_table(bots: list[str], knobs: list[str], matrix: dict[str, dict[str, G
             cells.append(cell + ("" if ok else " ✗"))
         runs = alarms[b]
         fa = f"{sum(1 for g in runs if g.rc != 0 or g.failed)}/{len(runs)}" if runs else "n/a (deterministic)"
+        ups = sum(1 for g in runs if g.improved)
+        fa += f" ({ups} called an improvement)" if ups else ""
         print(f"| {b} | " + " | ".join(cells) + f" | {fa} |")
     print("\ncell: the metrics that failed the gate (harmful knob: caught by them), or pass; (↑m): the gate "
-          "called metric m an improvement; ✗: a harmful knob that passed, or a healthy/benign run that failed")
+          "called metric m an improvement; m?: inconclusive after the reruns (fails the gate); ✗: a harmful knob that passed, or a healthy/benign run that failed")
     print("metrics: " + ", ".join(f"{v} = {k}" for k, v in SHORT.items()))
 
 
