@@ -70,8 +70,8 @@ class Gate:
             return f"error ({self.error})"
         up = "".join(f" (↑{SHORT.get(m, m)})" for m in self.improved)
         if self.failed:
-            inconclusive = {m for m, v in self.values.items() if v[2] == "inconclusive"}
-            return ", ".join(SHORT.get(m, m) + ("?" if m in inconclusive else "") for m in self.failed) + up
+            mark = {"inconclusive": "?", "no data": ":n/a", "not in baseline": ":new"}
+            return ", ".join(SHORT.get(m, m) + mark.get(self.values.get(m, [0, 0, ""])[2], "") for m in self.failed) + up
         return ("pass" if self.rc == 0 else f"rc {self.rc}") + up
 
 
@@ -249,7 +249,7 @@ def print_table(bots: list[str], knobs: list[str], matrix: dict[str, dict[str, G
         fa += f" ({ups} called an improvement)" if ups else ""
         print(f"| {b} | " + " | ".join(cells) + f" | {fa} |")
     print("\ncell: the metrics that failed the gate (harmful knob: caught by them), or pass; (↑m): the gate "
-          "called metric m an improvement; m?: inconclusive after the reruns (fails the gate); ✗: a harmful knob that passed, or a healthy/benign run that failed")
+          "called metric m an improvement; m?: inconclusive after the reruns, m:n/a: no value where the baseline has one (both fail the gate); ✗: a harmful knob that passed, or a healthy/benign run that failed")
     print("metrics: " + ", ".join(f"{v} = {k}" for k, v in SHORT.items()))
 
 
