@@ -247,12 +247,17 @@ class RagdiveConfig(Strict):
     def gated_metrics(self, suite: str) -> dict[str, float]:
         """The gate entries that apply to a suite: the sharded diagnosis' suite-level
         metrics (sharded_gap, aptitude, unreliability) only where it has sharded
-        questions, the other metrics everywhere but in a suite of sharded questions only."""
+        questions, the other metrics everywhere but in a suite of sharded questions only;
+        a suite of attacks only gates its safety metrics."""
         sc = self.suites.get(suite)
         if sc is None:
             return dict(self.gate)
         has_sharded = bool(sc.sharded)
         sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
+        if sc.attacks is not None and not (has_sharded or sc.single_turn or sc.conversations or sc.ragdive_logs
+                                           or sc.generated):
+            # a suite of attacks only (docs/safety.md): its safety metrics; the answer metrics need ground truths
+            return {m: t for m, t in self.gate.items() if m in METRICS and METRICS[m].dimension == "safety"}
         return {
             m: t for m, t in self.gate.items()
             if (has_sharded if m in METRICS and METRICS[m].level == "suite" else not sharded_only)

@@ -175,6 +175,7 @@ class Pipeline:
         from ..metrics.backends import JudgeAsItRuns
 
         cfg = self.cfg
+        target, planted = self._poisoned(plan, target)
         judging = None
         if cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
             judging = JudgeAsItRuns(self._conversation_judge)
@@ -189,7 +190,7 @@ class Pipeline:
                     assert template is not None
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
                 if conv.error is None and conv.not_run is None:
-                    await self._score(conv, plan)
+                    await self._score(conv, plan, planted)
                     if judging is not None:
                         from ..metrics.offline import keep_offline_twins
 
@@ -236,7 +237,20 @@ class Pipeline:
             self._note_fatal(exc)
         return calls
 
-    async def _score(self, conv: Conversation, plan: Plan) -> None:
+    def _poisoned(self, plan: Plan, target: AsyncTarget) -> tuple[AsyncTarget, bool | None]:
+        """The target of an attack suite with ``attacks.poison``: handed the poisoned documents
+        when it takes ``extra_documents`` (True), else left as it is (False); None where the
+        suite does not poison (a fixture of the user's may have)."""
+        sc = self.cfg.suites.get(plan.suite)
+        if sc is None or sc.attacks is None or not sc.attacks.poison:
+            return target, None
+        from ..attacks.poison import poisoned_documents
+        from .target import with_documents
+
+        wrapped = with_documents(target, poisoned_documents())
+        return (target, False) if wrapped is None else (wrapped, True)
+
+    async def _score(self, conv: Conversation, plan: Plan, planted: bool | None = None) -> None:
         """The offline scores; with a model tier in a worker thread (the checker is slow and
         releases the GIL, the event loop goes on). A grounding that cannot load ends the run."""
         from ..metrics.offline import score_conversation
@@ -254,6 +268,10 @@ class Pipeline:
             score_conversation(conv, grounding=grounding, pii=pii)
         else:
             await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
+        if sc is not None and sc.attacks is not None:
+            from ..attacks.score import score_attacks
+
+            score_attacks(conv, sc.attacks.canaries, pii, planted=planted)
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,
