@@ -311,10 +311,14 @@ class RagdiveConfig(Strict):
                     out[name] = hashlib.sha256(self.path(name).read_bytes()).hexdigest()[:16]
                 except OSError:
                     out[name] = "missing"
+        # the red-team prompts count where a suite's generated roles include an adversarial one
+        attack_roles = any(r.startswith("attacker_") for sc in self.suites.values() if sc.generated
+                           for r in sc.generated.roles)
         for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
             # the rubric prompts count where the config defines a rubric judge (a release that adds
             # a prompt keeps the hashes of configs that do not use it)
-            if f.name.endswith(".yaml") and (self.judges or not f.name.startswith("judge_rubric")):
+            if f.name.endswith(".yaml") and (self.judges or not f.name.startswith("judge_rubric")) and (
+                    attack_roles or not f.name.startswith("attack_")):
                 out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
         return out
 

@@ -268,10 +268,11 @@ class Pipeline:
             score_conversation(conv, grounding=grounding, pii=pii)
         else:
             await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
-        if sc is not None and sc.attacks is not None:
+        if any(t.attack is not None for t in conv.turns):  # the attack set, or an adversarial persona
             from ..attacks.score import score_attacks
 
-            score_attacks(conv, sc.attacks.canaries, pii, planted=planted)
+            canaries = sc.attacks.canaries if sc is not None and sc.attacks is not None else []
+            score_attacks(conv, canaries, pii, planted=planted)
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,
