@@ -273,6 +273,33 @@ class Pipeline:
 
             canaries = sc.attacks.canaries if sc is not None and sc.attacks is not None else []
             score_attacks(conv, canaries, pii, planted=planted)
+            judged = await self._judge_undecided(conv)
+            if judged:
+                score_attacks(conv, canaries, pii, planted=planted, judged=judged)
+
+    async def _judge_undecided(self, conv: Conversation) -> dict[int, Verdict]:
+        """The LLM judge's verdicts on the attack turns no rule could decide (docs/safety.md);
+        none without a judge model (offline they count as held, marked undecided)."""
+        from ..attacks.score import judge_criteria, undecided
+
+        cfg = self.cfg
+        turns = undecided(conv)
+        if not turns or not cfg.llm_enabled() or not cfg.role_model("judge"):
+            return {}
+        from ..metrics.judged.cascade import judge_models
+        from ..metrics.judged.rubric import rubric_check
+
+        calls = JudgeCalls()
+        out: dict[int, Verdict] = {}
+        try:
+            for t in turns:
+                out[t.index] = await rubric_check(self.llm_client(), judge_criteria(t), t, judge_models(cfg), calls)
+        except Exception as exc:  # noqa: BLE001 - an LLM error: recorded on the conversation
+            record_error(conv, exc, "judging")
+            self._note_fatal(exc)
+        if calls.turn or calls.conversation:
+            conv.judge_calls = calls if conv.judge_calls is None else conv.judge_calls.merge(calls)
+        return out
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,
