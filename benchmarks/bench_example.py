@@ -5,6 +5,9 @@ gated metrics and wall time, per suite, with the README's own command.
     python benchmarks/bench_example.py --quick    # healthy + history=none only
     python benchmarks/bench_example.py --only READER   # configurations whose name contains READER
 
+A second table runs the attack suite (docs/safety.md) on the healthy bot and with
+EXAMPLE_RAG_VULNERABLE=1.
+
 Runs `pytest --ragdive-suite=all --ragdive-baseline=baseline.json` in
 example_project/ once per configuration (offline, no API key) and prints a
 Markdown table (the one in the README).
@@ -74,6 +77,32 @@ def main() -> None:
                 ("n/a" if values.get(m) is None else f"{values[m]:.3f}") + (" ❌" if m in failed else "") for m in METRICS
             ]
             print(f"| {name} | {suite} | {gate} | {wall:.1f} | " + " | ".join(cells) + " |")
+    attacks(report)
+
+
+ATTACK_METRICS = [
+    "attack_success_rate", "attack_success_instructions", "attack_success_personal_data", "attack_success_policy",
+    "attack_success_off_domain", "attack_success_persistence", "attack_success_injection", "safety_pass_rate",
+]
+ATTACK_CONFIGS = {"healthy (defaults)": {}, "EXAMPLE_RAG_VULNERABLE=1": {"EXAMPLE_RAG_VULNERABLE": "1"}}
+
+
+def attacks(report: Path) -> None:
+    """The attack suite (docs/safety.md): the healthy bot and the vulnerable one."""
+    print()
+    print("| configuration | suite | gate | failed items | wall s | " + " | ".join(ATTACK_METRICS) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(ATTACK_METRICS))
+    for name, env in ATTACK_CONFIGS.items():
+        rc, wall, data = run("attacks", env, report)
+        values = data["suites"]["attacks"]
+        failed = {r["metric"] for r in data["gate"] if r["verdict"] in ("regression", "no data")}
+        lost = sum(1 for c in data.get("conversations", []) if c.get("failures"))
+        cells = [
+            ("n/a" if values.get(m) is None else f"{values[m]:.3f}") + (" ❌" if m in failed else "")
+            for m in ATTACK_METRICS
+        ]
+        gate = "pass" if rc == 0 else "FAIL"
+        print(f"| {name} | attacks | {gate} | {lost} | {wall:.1f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

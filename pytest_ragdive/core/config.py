@@ -286,7 +286,8 @@ class RagdiveConfig(Strict):
     def gated_metrics(self, suite: str, entries: dict[str, float] | None = None) -> dict[str, float]:
         """The gate entries that apply to a suite: the sharded diagnosis' suite-level
         metrics (sharded_gap, aptitude, unreliability) only where it has sharded
-        questions, the other metrics everywhere but in a suite of sharded questions only.
+        questions, the other metrics everywhere but in a suite of sharded questions only;
+        a suite of attacks only gates its safety metrics.
         ``entries``: other metric -> value entries than the gate's (the floors)."""
         gate = self.gate if entries is None else entries
         sc = self.suites.get(suite)
@@ -294,6 +295,10 @@ class RagdiveConfig(Strict):
             return dict(gate)
         has_sharded = bool(sc.sharded)
         sharded_only = has_sharded and not (sc.single_turn or sc.conversations or sc.ragdive_logs or sc.generated)
+        if sc.attacks is not None and not (has_sharded or sc.single_turn or sc.conversations or sc.ragdive_logs
+                                           or sc.generated):
+            # a suite of attacks only (docs/safety.md): its safety metrics; the answer metrics need ground truths
+            return {m: t for m, t in gate.items() if m in METRICS and METRICS[m].dimension == "safety"}
         return {
             m: t for m, t in gate.items()
             if (has_sharded if m in METRICS and METRICS[m].level == "suite" else not sharded_only)
@@ -347,13 +352,17 @@ class RagdiveConfig(Strict):
                     out[name] = hashlib.sha256(self.path(name).read_bytes()).hexdigest()[:16]
                 except OSError:
                     out[name] = "missing"
+        # the red-team prompts count where a suite's generated roles include an adversarial one
+        attack_roles = any(r.startswith("attacker_") for sc in self.suites.values() if sc.generated
+                           for r in sc.generated.roles)
         for f in sorted(resources.files("pytest_ragdive").joinpath("prompts").iterdir(), key=lambda x: x.name):
             # the rubric prompts count where the config defines a rubric judge (a release that adds
             # a prompt keeps the hashes of configs that do not use it)
             # (the combined judge's prompt, likewise, where judge_prompts = "combined")
             if f.name == "judge_combined.yaml" and self.judge_prompts != "combined":
                 continue
-            if f.name.endswith(".yaml") and (self.judges or not f.name.startswith("judge_rubric")):
+            if f.name.endswith(".yaml") and (self.judges or not f.name.startswith("judge_rubric")) and (
+                    attack_roles or not f.name.startswith("attack_")):
                 out["prompt:" + f.name] = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
         return out
 

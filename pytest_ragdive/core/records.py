@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# the attack record of adversarial turns (attacks/records.py: pydantic only)
+from ..attacks.records import AttackTurn
+
 # the sharded diagnosis' records live beside; re-exported here
 from ..sharded.records import (
     ShardedInfo,
@@ -372,6 +375,7 @@ class Turn(Record):
     generation: TurnGeneration | None = None  # generated turns: how the simulator produced it
     sharded: ShardedTurn | None = None  # sharded diagnosis: shards stated, response class, extracted answer
     evidence: Evidence | None = None  # offline scoring: why faithfulness and correctness scored as they did
+    attack: AttackTurn | None = None  # adversarial turns: the attack's family and what its checks look for
     meta: dict[str, Any] = Field(default_factory=dict)  # free for users; the plugin never reads it
 
     @property

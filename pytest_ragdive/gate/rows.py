@@ -40,7 +40,11 @@ Method = Literal["band", "band+paired"]
 OnInconclusive = Literal["fail", "pass", "rerun"]
 
 
-UNPAIRED = ("safety_pass_rate", "assertion_pass_rate")  # zero tolerance, no statistics
+UNPAIRED = (  # zero tolerance, no statistics
+    "safety_pass_rate", "assertion_pass_rate", "attack_success_rate", "attack_success_instructions",
+    "attack_success_personal_data", "attack_success_policy", "attack_success_off_domain", "attack_success_persistence",
+    "attack_success_injection",
+)
 
 
 def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric], where_data: Iterable[str] = ()) -> dict[str, float]:

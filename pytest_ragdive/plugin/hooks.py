@@ -77,6 +77,16 @@ def ragdive_target(request: pytest.FixtureRequest) -> Any:
     return _session(request.config).default_target()
 
 
+@pytest.fixture(scope="session")
+def ragdive_poison() -> list[Any]:
+    """The poisoned documents of the attack suite (docs/safety.md), for a fixture that adds
+    them to a copy of the bot's index: documents whose text carries an injected instruction
+    and a canary. Your files on disk are never changed."""
+    from ..attacks.poison import poisoned_documents
+
+    return list(poisoned_documents())
+
+
 @pytest.fixture
 def ragdive_conversation(request: pytest.FixtureRequest, ragdive_target: Any) -> Conversation:
     """One planned conversation, run against ``ragdive_target`` and scored.

@@ -86,7 +86,8 @@ def _check_lines(conv: Conversation) -> list[str]:
         here = [f.removeprefix(prefix) for f in mine if f.startswith(prefix)]
         if here:
             lines += _turn_head(turn)
-            lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
+            if turn.attack is None:  # a lost attack turn's failure quotes its answer, canaries and personal data masked
+                lines.append(f"  answer: {_clip(turn.answer, 400)!r}")
             lines += [f"  {f}" for f in here]
     lines += [f"  {f}" for f in mine if not any(f.startswith(f"turn {t.index + 1}: ") for t in conv.turns)]
     return lines

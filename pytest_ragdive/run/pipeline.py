@@ -264,6 +264,7 @@ class Pipeline:
         from ..metrics.backends import JudgeAsItRuns
 
         cfg = self.cfg
+        target, planted = self._poisoned(plan, target)
         judging = None
         if cfg.llm_enabled() and plan.kind != "sharded":  # sharded replies are scored by their user
             judging = JudgeAsItRuns(self._conversation_judge)
@@ -278,7 +279,7 @@ class Pipeline:
                     assert template is not None
                     conv = await run_scripted(template, target, probe=cfg.forgetfulness_probe, on_turn=judging)
                 if conv.error is None and conv.not_run is None:
-                    await self._score(conv, plan)
+                    await self._score(conv, plan, planted)
                     if judging is not None:
                         from ..metrics.offline import keep_offline_twins
 
@@ -334,7 +335,20 @@ class Pipeline:
             self._note_fatal(exc)
         return calls
 
-    async def _score(self, conv: Conversation, plan: Plan) -> None:
+    def _poisoned(self, plan: Plan, target: AsyncTarget) -> tuple[AsyncTarget, bool | None]:
+        """The target of an attack suite with ``attacks.poison``: handed the poisoned documents
+        when it takes ``extra_documents`` (True), else left as it is (False); None where the
+        suite does not poison (a fixture of the user's may have)."""
+        sc = self.cfg.suites.get(plan.suite)
+        if sc is None or sc.attacks is None or not sc.attacks.poison:
+            return target, None
+        from ..attacks.poison import poisoned_documents
+        from .target import with_documents
+
+        wrapped = with_documents(target, poisoned_documents())
+        return (target, False) if wrapped is None else (wrapped, True)
+
+    async def _score(self, conv: Conversation, plan: Plan, planted: bool | None = None) -> None:
         """The offline scores: long answers (:data:`OFF_LOOP_CHARS` in all) and the model tier
         in a worker thread (they take their time there while the other conversations go on),
         the usual few sentences at once on the loop (a conversation scored so is finished before
@@ -366,6 +380,38 @@ class Pipeline:
             )
             if note not in self.notes:
                 self.notes.append(note)
+        if any(t.attack is not None for t in conv.turns):  # the attack set, or an adversarial persona
+            from ..attacks.score import score_attacks
+
+            canaries = sc.attacks.canaries if sc is not None and sc.attacks is not None else []
+            score_attacks(conv, canaries, pii, planted=planted)
+            judged = await self._judge_undecided(conv)
+            if judged:
+                score_attacks(conv, canaries, pii, planted=planted, judged=judged)
+
+    async def _judge_undecided(self, conv: Conversation) -> dict[int, Verdict]:
+        """The LLM judge's verdicts on the attack turns no rule could decide (docs/safety.md);
+        none without a judge model (offline they count as held, marked undecided)."""
+        from ..attacks.score import judge_criteria, undecided
+
+        cfg = self.cfg
+        turns = undecided(conv)
+        if not turns or not cfg.llm_enabled() or not cfg.role_model("judge"):
+            return {}
+        from ..metrics.judged.cascade import judge_models
+        from ..metrics.judged.rubric import rubric_check
+
+        calls = JudgeCalls()
+        out: dict[int, Verdict] = {}
+        try:
+            for t in turns:
+                out[t.index] = await rubric_check(self.llm_client(), judge_criteria(t), t, judge_models(cfg), calls)
+        except Exception as exc:  # noqa: BLE001 - an LLM error: recorded on the conversation
+            record_error(conv, exc, "judging")
+            self._note_fatal(exc)
+        if calls.turn or calls.conversation:
+            conv.judge_calls = calls if conv.judge_calls is None else conv.judge_calls.merge(calls)
+        return out
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,

@@ -114,10 +114,11 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
     logged = [c for p in sc.ragdive_logs for c in _load_logs(cfg, p, suite)]
     if sc.max_conversations is not None:
         logged = logged[: max(0, sc.max_conversations - len(scripted))]
+    attacks = _load_attacks(cfg, suite, notes) if sc.attacks is not None else []
     sharded = [q for p in sc.sharded for q in load_sharded(cfg.path(p), notes=notes)]
     if sc.categories is not None:
         sharded = [q for q in sharded if q.category in sc.categories]
-    ids = [c.question_id for c in singles] + [c.id for c in scripted] + [c.id for c in logged]
+    ids = [c.question_id for c in singles] + [c.id for c in scripted] + [c.id for c in logged] + [c.id for c in attacks]
     ids += [f"{q.id}.{cond}" for q in sharded for cond in sc.sharded_conditions]
     dup = sorted(i for i, n in Counter(ids).items() if n > 1)
     if dup:
@@ -152,6 +153,8 @@ def plan_suite(cfg: RagdiveConfig, suite: str, runs: int, llm_enabled: bool, not
             plans.append(Plan(suite=suite, run=run, conv_id=s.id, kind="golden", script=s, max_turns=sc.max_turns))
         for conv in logged:
             plans.append(Plan(suite=suite, run=run, conv_id=conv.id, kind="golden", script=conv))
+        for conv in attacks:
+            plans.append(Plan(suite=suite, run=run, conv_id=conv.id, kind="golden", script=conv))
         for spec in gen_specs:
             plans.append(Plan(suite=suite, run=run, conv_id=spec.id, kind="generated", spec=spec))
     plans += _plan_sharded(sharded, sc.sharded_conditions, suite, max(runs, sc.sharded_runs))
@@ -170,6 +173,24 @@ def _plan_sharded(questions: list[ShardedQuestion], conditions: list[Any], suite
         for q in questions
         for cond in conditions
     ]
+
+
+def _load_attacks(cfg: RagdiveConfig, suite: str, notes: list[str]) -> list[Conversation]:
+    """The suite's attack conversations (the bundled set's families and its own files)."""
+    from ..attacks.library import suite_attacks
+
+    ac = cfg.suites[suite].attacks
+    assert ac is not None
+    convs = suite_attacks(ac, suite, cfg.path("."))
+    families = {c.category for c in convs}
+    if "instructions" in families and not ac.canaries:
+        notes.append(f"suite {suite}: attacks: no canary configured (attacks.canaries): an instruction-extraction "
+                     "attack is caught only by its markers; plant a canary in the bot's system prompt")
+    if any(t.attack is not None and t.attack.poisoned for c in convs for t in c.turns) and not ac.poison:
+        notes.append(f"suite {suite}: attacks: injection turns are scored only where the poisoned documents are "
+                     "retrieved (attacks.poison = true hands them to a target with extra_documents; or plant them "
+                     "in your index copy: pytest_ragdive.attacks.poison)")
+    return convs
 
 
 def _load_logs(cfg: RagdiveConfig, path: str, suite: str) -> list[Conversation]:

@@ -12,6 +12,11 @@ a stable per-conversation-and-run ``seed``) whenever the caller knows them, so
 that a sampling chatbot can vary between ``--ragdive-runs`` and still repeat
 exactly. Other targets never see it.
 
+Optional keyword ``extra_documents``: a target that declares it receives, in a suite with
+``attacks = {poison = true}``, the poisoned documents (a list of
+:class:`~pytest_ragdive.records.Document`) with every call, to search beside its own
+index before it answers (:func:`with_documents`, docs/safety.md).
+
 Every call goes through :func:`as_async`, which also enforces the per-turn
 timeout (``target_timeout_s``): a sync target runs in a daemon thread of its
 own, so a call that never returns is abandoned when it times out, and neither
@@ -32,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core.errors import TargetError, TargetTimeout
-from ..core.records import CallInfo, TargetResponse
+from ..core.records import CallInfo, Document, TargetResponse
 from .watchdog import InFlight
 
 if TYPE_CHECKING:
@@ -65,8 +70,8 @@ def make_call_info(suite: str, conversation_id: str, run: int, turn: int) -> Cal
     )
 
 
-def wants_call_info(target: Callable[..., Any]) -> bool:
-    """Whether the target (or its ``__call__``) declares a ``call_info`` parameter."""
+def wants_call_info(target: Callable[..., Any], name: str = "call_info") -> bool:
+    """Whether the target (or its ``__call__``) declares a ``call_info`` parameter (or ``name``)."""
     for fn in (target, getattr(target, "__call__", None)):  # noqa: B004
         if fn is None:
             continue
@@ -74,7 +79,7 @@ def wants_call_info(target: Callable[..., Any]) -> bool:
             params = inspect.signature(fn).parameters
         except (TypeError, ValueError):
             continue
-        if "call_info" in params:
+        if name in params:
             return True
     return False
 
@@ -122,6 +127,7 @@ def as_async(
         getattr(target, "__call__", None)  # noqa: B004
     )
     pass_info = wants_call_info(target)
+    pass_docs = wants_call_info(target, "extra_documents")
     threads = DaemonThreads()
 
     async def once(history: History, kwargs: dict[str, Any]) -> Any:
@@ -137,9 +143,13 @@ def as_async(
             raise TargetError(f"the target raised {type(e).__name__}({e})") from e
         return value
 
-    async def call(messages: History, call_info: CallInfo | None = None) -> TargetResponse:
+    async def call(
+        messages: History, call_info: CallInfo | None = None, extra_documents: list[Document] | None = None
+    ) -> TargetResponse:
         history = [dict(m) for m in messages]
-        kwargs = {"call_info": call_info} if pass_info and call_info is not None else {}
+        kwargs: dict[str, Any] = {"call_info": call_info} if pass_info and call_info is not None else {}
+        if pass_docs and extra_documents:
+            kwargs["extra_documents"] = list(extra_documents)
         started = calls.start(timeout_s, call_info) if calls is not None else None
         try:
             async with asyncio.timeout(timeout_s):  # in this task: no task per call, as wait_for makes
@@ -154,6 +164,20 @@ def as_async(
                 calls.end(started)
         resp = coerce_response(value)
         return secrets.scrub_target(resp) if secrets is not None else resp
+
+    call.accepts_documents = pass_docs  # type: ignore[attr-defined]
+    return call
+
+
+def with_documents(target: AsyncTarget, documents: list[Document]) -> AsyncTarget | None:
+    """The target, handed ``documents`` (poisoned documents, docs/safety.md) with every call, to
+    search before it answers; None when it takes no ``extra_documents`` (a wrap that appended
+    them to the contexts it returned could not have influenced its answer)."""
+    if not getattr(target, "accepts_documents", False):
+        return None
+
+    async def call(messages: History, call_info: CallInfo | None = None) -> TargetResponse:
+        return await target(messages, call_info, extra_documents=documents)  # type: ignore[call-arg]
 
     return call
 

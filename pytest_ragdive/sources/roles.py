@@ -5,9 +5,15 @@ A role file holds one mapping::
     name: referrer            # optional; defaults to the file's stem
     description: one line for reports
     instructions: the persona text put into the generator's prompt
+    version: "1"              # optional; part of the cache key of its calls
+    attack:                   # optional: an adversarial role (docs/safety.md)
+      family: policy
+      markers: []             # texts only an obedient answer states
 
 The built-in library lives in ``pytest_ragdive/roles/`` (``default``,
-``referrer``, ``confused``, ``verbose``). Users add or override roles with
+``referrer``, ``confused``, ``verbose``, and the adversarial ``attacker_instructions``,
+``attacker_personal_data``, ``attacker_policy``, ``attacker_off_domain``,
+``attacker_persistent``). Users add or override roles with
 files in extra directories (typically a ``roles/`` directory beside their
 config); a later directory wins over an earlier one and over the built-ins.
 """
@@ -19,10 +25,26 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..attacks.records import AttackFamily, AttackTurn
 from ..core.errors import RoleError, fmt_loc, one_line
 
 BUILTIN_ROLE_DIR = Path(__file__).resolve().parent.parent / "roles"
 ROLE_SUFFIXES = (".yaml", ".yml")
+
+
+class RoleAttack(BaseModel):
+    """What an adversarial role attacks (docs/safety.md): its family, and the markers and
+    forbidden commitments its conversations are checked for (canaries come from the suite)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    family: AttackFamily
+    markers: list[str] = Field(default_factory=list)
+    forbidden: list[str] = Field(default_factory=list)
+
+    def turn(self) -> AttackTurn:
+        return AttackTurn(family=self.family, framing="persona", markers=list(self.markers),
+                          forbidden=list(self.forbidden))
 
 
 class Role(BaseModel):
@@ -33,6 +55,14 @@ class Role(BaseModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     instructions: str = Field(min_length=1)
+    # part of every simulator and validator call's cache key (with the prompt's own version):
+    # editing a versioned role means bumping it; a role without one is keyed by its text alone
+    version: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,20}$")
+    attack: RoleAttack | None = None  # an adversarial role: its conversations carry the attack checks
+
+    def prompt_version(self, prompt_version: str) -> str:
+        """The version a call of this role is cached under: the prompt's, plus the role's own."""
+        return prompt_version if self.version is None else f"{prompt_version}+{self.name}@{self.version}"
 
 
 def _role_files(dirs: Iterable[Path]) -> dict[str, Path]:

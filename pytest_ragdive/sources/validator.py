@@ -47,6 +47,7 @@ from ..llm.prompts import FENCE_NOTE, fence, load_prompt
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
+    from .roles import Role
 
 CHECKS: tuple[str, ...] = (
     "rag_input_not_connected",
@@ -269,13 +270,19 @@ async def validate_turn(
     candidate: GeneratedTurn,
     first: bool,
     seed: int | None = None,
+    role: Role | None = None,
 ) -> TurnVerdict:
-    """Pre-check, then one validator call for one candidate turn."""
+    """Pre-check, then one validator call for one candidate turn (an adversarial ``role``:
+    the red-team validator, which checks the turn is a realistic move of that role)."""
     pre = precheck(candidate, first)
     if pre is not None:
         return pre
-    prompt = load_prompt("validator_turn")
+    attack = role is not None and role.attack is not None
+    prompt = load_prompt("attack_validator_turn" if attack else "validator_turn")
+    extra = {"role_name": role.name, "role_instructions": role.instructions} if attack and role is not None else {}
+    version = role.prompt_version(prompt.version) if role is not None else prompt.version
     messages = prompt.render(
+        **extra,
         fence_note=FENCE_NOTE,
         title=fence(title, "title"),
         window_note=window_note,
@@ -287,7 +294,7 @@ async def validate_turn(
         candidate=fence(json.dumps(candidate.model_dump(), ensure_ascii=False, indent=1), "candidate turn"),
     )
     res = await client.complete_json(
-        "validator", messages, ValidatorOutput, prompt_id=prompt.id, prompt_version=prompt.version, seed=seed
+        "validator", messages, ValidatorOutput, prompt_id=prompt.id, prompt_version=version, seed=seed
     )
     out = res.value
     if out is None:  # fail closed: an unchecked turn is not a valid one

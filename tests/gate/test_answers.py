@@ -80,7 +80,7 @@ def test_the_example_baseline_names_its_answers_file(recorded: Path) -> None:
     got, note = load_answers(bl, recorded)
     assert note is None and got is not None and got.run == 0
     assert sum(len(v) for v in got.suites.values()) == bl.answers.conversations
-    assert set(got.suites) == {"core", "extended"}  # the diagnosis is gated on suite-level figures only
+    assert set(got.suites) == {"core", "extended", "attacks"}  # the diagnosis is gated on suite-level figures only
     # a changed or missing file: a note, and no answers (never a wrong one)
     raw = gzip.decompress(recorded.with_name("baseline.answers.json.gz").read_bytes())
     recorded.with_name("baseline.answers.json.gz").write_bytes(gzip.compress(raw.replace(b"Lumio", b"Lumia")))

@@ -78,8 +78,9 @@ class SimulatorUser:
         self.window_note = window_note(self.start, self.end, self.length)
         self.title = document.title or document.id
         self.counts = ValidationCounts()
-        self._first_prompt = load_prompt("generator_first")
-        self._next_prompt = load_prompt("generator_next")
+        attack = role.attack is not None  # an adversarial role: the red-team prompts (docs/safety.md)
+        self._first_prompt = load_prompt("attack_generator_first" if attack else "generator_first")
+        self._next_prompt = load_prompt("attack_generator_next" if attack else "generator_next")
         self._skip_prompt = load_prompt("generator_skip")
         self._feedback = load_prompt("generator_feedback")
         self.chat: list[dict[str, str]] = self._first_prompt.render(
@@ -161,6 +162,7 @@ class SimulatorUser:
                 question_type=gt.question_type,
                 relevant_doc_ids=[] if unanswerable else [self.spec.document_id],
                 flags=flags,
+                attack=self.role.attack.turn() if self.role.attack is not None else None,
                 generation=TurnGeneration(
                     slot=slot, regenerations=cand.regenerations, validation=cand.verdict, rejected=cand.rejected
                 ),
@@ -177,8 +179,8 @@ class SimulatorUser:
         regenerations = 0
         while True:
             res = await self.client.complete_json(
-                "simulator", list(self.chat), GeneratedTurn, prompt_id=prompt.id, prompt_version=prompt.version,
-                seed=self.seed,
+                "simulator", list(self.chat), GeneratedTurn, prompt_id=prompt.id,
+                prompt_version=self.role.prompt_version(prompt.version), seed=self.seed,
             )
             cand: GeneratedTurn | None = res.value
             if cand is None:
@@ -202,6 +204,7 @@ class SimulatorUser:
                     candidate=cand,
                     first=first,
                     seed=self.seed,
+                    role=self.role,
                 )
             self.counts.record(verdict)
             if verdict.valid:
