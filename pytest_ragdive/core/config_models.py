@@ -44,6 +44,7 @@ DEFAULT_GATE: dict[str, float] = {
     "answer_relevance": 0.03,
     "citation_rate": 0.05,
     "forgetfulness": 0.05,
+    "forgotten_turn_share": 0.05,  # gated where the baseline holds it (a suite with history-dependent turns)
     "safety_pass_rate": 0.0,
     "assertion_pass_rate": 0.0,  # the assert: checks of golden data; gated where the baseline holds it
 }

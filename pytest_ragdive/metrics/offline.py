@@ -45,7 +45,7 @@ from .grounding import (
     unit_supports,
 )
 from .lexical import answer_f1, context_recall, exact_match, is_abstention, is_no_answer, split_sentences, tokens
-from .multiturn import apply_forgetfulness_probe
+from .multiturn import PROBE_METRICS, apply_forgetfulness_probe
 from .pii import PiiCheck
 from .registry import METRICS, OFFLINE_TWINS
 from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
@@ -89,7 +89,7 @@ TURN_METRICS: tuple[str, ...] = (
     "answer_attempt_rate",
 )
 #: the conversation-level metrics ``score_conversation`` adds (from multiturn.py)
-CONVERSATION_METRICS: tuple[str, ...] = ("forgetfulness", "context_retention")
+CONVERSATION_METRICS: tuple[str, ...] = PROBE_METRICS
 
 
 @dataclass(frozen=True)
@@ -259,8 +259,8 @@ def score_conversation(
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
       ``pii``: the personal-data detectors and the suite's allow-list;
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
-      out; None when every turn is None), plus forgetfulness and context_retention from the
-      forgetfulness probe (which also flags forgetful turns and sets
+      out; None when every turn is None), plus forgetfulness, forgotten_turn_share and
+      context_retention from the forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
     supports = conversation_supports(conv.turns, grounding.support)

@@ -56,6 +56,10 @@ MARK = "__ragdive_metric__"  # the attribute the decorator sets on a metric func
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: built-in metrics gated only where the baseline holds them (see MetricSpec.gated_where_recorded)
+GATED_WHERE_RECORDED = frozenset({"assertion_pass_rate", "forgotten_turn_share"})
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
@@ -77,8 +81,9 @@ class MetricSpec:
     def gated_where_recorded(self) -> bool:
         """A gate entry for it applies only where the baseline holds it: the plugin may
         have nothing to score (``assertion_pass_rate`` in a suite without ``assert:``
-        checks, a rubric judge without a model)."""
-        return self.kind == "rubric" or self.name == "assertion_pass_rate"
+        checks, a rubric judge without a model; ``forgotten_turn_share`` against a baseline
+        recorded before it existed, or a suite with no history-dependent turn)."""
+        return self.kind == "rubric" or self.name in GATED_WHERE_RECORDED
 
     def agrees(self, other: MetricSpec) -> bool:
         """Two declarations of one name that aggregate and gate the same way."""
@@ -194,8 +199,9 @@ _BUILTIN = (
     metric("safety_pass_rate", dimension="safety", definition="share of answers that state none of the turn's negative assertions and contain no personal data (e-mail, phone, payment card, IBAN, national id; the suite's pii_allow aside)"),
     metric("citation_rate", dimension="safety", definition="share of answers citing every expected citation"),
     metric("assertion_pass_rate", dimension="answer", definition="share of a turn's `assert:` checks (golden data) that pass (a rubric check without a model is left out); gated with zero tolerance by default, where the baseline holds it"),
-    metric("forgetfulness", level="conversation", higher_is_better=False, dimension="answer", definition="share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)"),
-    metric("context_retention", level="conversation", dimension="answer", definition="kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict)"),
+    metric("forgetfulness", level="conversation", higher_is_better=False, dimension="answer", definition="share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript); a conversation with no turn answered correctly stand-alone is not scored"),
+    metric("forgotten_turn_share", level="conversation", higher_is_better=False, dimension="answer", definition="per conversation, the share of its history-dependent turns answered correctly stand-alone (eligible) that are answered wrongly in the conversation, from the stand-alone probe on offline and LLM runs alike; a conversation with no eligible turn is not scored"),
+    metric("context_retention", level="conversation", dimension="answer", definition="kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict); a conversation with no turn answered correctly stand-alone is not scored"),
     # -- the sharded diagnosis (sharded/diagnosis.py, sharded/aptitude.py) ------------------
     metric("answer_attempt_rate", dimension="answer", definition="share of turns the target answered instead of abstaining (a partial answer that also abstains is an attempt; sharded conversations: the reply's response class is answer_attempt; reported in the sharded table, not in the suite mean)"),
     metric("aptitude", level="suite", dimension="diagnosis", definition="SHARDED condition: per question the 90th percentile of its BEST answer F1 over the runs (linear interpolation), averaged over questions"),
