@@ -57,3 +57,40 @@ def test_nothing_answered_is_no_data_not_an_improvement() -> None:
     assert all(c.scores["forgetfulness"] is None for c in broken)
     verdicts = gate_rows(base, broken)
     assert verdicts == {"forgetfulness": "no data", "forgotten_turn_share": "no data"}
+
+
+def test_an_improvement_on_a_collapsed_scored_set_is_not_comparable() -> None:
+    # the broken retrieval: 5 of 7 conversations forgetful (0.714); now only two
+    # conversations have a turn answered stand-alone, and neither forgets: 0.000
+    base = [conv(f"c{i}", 1 if i < 5 else 0) for i in range(7)]
+    broken = [conv(f"c{i}", 0, standalone_right=i < 2) for i in range(7)]
+    baseline = factories.baseline_of(base, GATE)
+    assert baseline.suites["core"]["forgetfulness"].mean == 5 / 7
+    for method in ("band", "band+paired"):
+        rows = check({"core": aggregate("core", broken, n_boot=10)}, baseline, GATE, method=method,  # type: ignore[arg-type]
+                     convs=broken)
+        row = next(r for r in rows if r.metric == "forgetfulness")
+        assert row.current == 0.0
+        assert row.verdict == "pass" and not row.failed
+        assert "not comparable: scored on 2 conversation(s) a run, the baseline on 7" in row.reason
+        assert "--ragdive-update-baseline" not in row.reason
+
+
+def test_a_real_improvement_on_the_same_set_is_still_one() -> None:
+    base = [conv(f"c{i}", 1 if i < 5 else 0) for i in range(7)]
+    fixed = [conv(f"c{i}", 0) for i in range(7)]
+    rows = check({"core": aggregate("core", fixed, n_boot=10)}, factories.baseline_of(base, GATE), GATE, method="band")
+    row = next(r for r in rows if r.metric == "forgetfulness")
+    assert row.verdict == "improvement" and "--ragdive-update-baseline" in row.reason
+
+
+def test_the_terminal_says_why_instead_of_advising_an_update() -> None:
+    from pytest_ragdive.gate.outcome import GateStatus, RunInfo, RunOutcome
+    from pytest_ragdive.reports.terminal import terminal_lines
+
+    base = [conv(f"c{i}", 1 if i < 5 else 0) for i in range(7)]
+    broken = [conv(f"c{i}", 0, standalone_right=i < 2) for i in range(7)]
+    rows = check({"core": aggregate("core", broken, n_boot=10)}, factories.baseline_of(base, GATE), GATE, method="band")
+    text = "\n".join(line.text for line in terminal_lines(RunOutcome(info=RunInfo(suites=["core"]), status=GateStatus.PASSED, gate=rows)))
+    assert "consider --ragdive-update-baseline" not in text
+    assert "not comparable with it" in text and "core/forgetfulness: not comparable" in text
