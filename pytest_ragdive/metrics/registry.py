@@ -187,7 +187,7 @@ def _mark(obj: object) -> MetricSpec | None:
 _BUILTIN = (
     metric("answer_f1", dimension="answer", definition="SQuAD token F1 of the answer against the ground truth"),
     metric("exact_match", dimension="answer", definition="1 when the SQuAD-normalised answer equals the ground truth"),
-    metric("correctness", dimension="answer", definition="graded coverage of the ground truth's facts by what the answer asserts, lexical and semantic (embedded model; numbers, negations and names lexical), a long reference covered by 24 of its terms; beside faithfulness, not multiplied by it (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention or no answer on an answerable turn: 0)"),
+    metric("correctness", dimension="answer", definition="graded coverage of the ground truth's facts by what the answer asserts, lexical and semantic (embedded model; numbers, negations and names lexical), a long reference covered by 24 of its terms; each fact counts by the share of its key terms (numbers with their units, names, negation) the answer holds, and not at all when the answer negates it; beside faithfulness, not multiplied by it (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention or no answer on an answerable turn: 0)"),
     metric("recall_at_k", dimension="retrieval", definition="share of relevant documents among the retrieved contexts"),
     metric("mrr", dimension="retrieval", definition="reciprocal rank of the first relevant retrieved document"),
     metric("ndcg_at_k", dimension="retrieval", definition="binary-relevance nDCG of the retrieved documents"),
