@@ -251,9 +251,9 @@ class Pipeline:
         sc = self.cfg.suites.get(plan.suite)
         pii = PiiCheck.of(sc.pii_detectors, sc.pii_allow) if sc else PiiCheck()
         if grounding.tier is None:
-            score_conversation(conv, grounding=grounding, pii=pii)
+            score_conversation(conv, k=self.cfg.recall_k, grounding=grounding, pii=pii)
         else:
-            await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
+            await asyncio.to_thread(score_conversation, conv, k=self.cfg.recall_k, grounding=grounding, pii=pii)
 
     async def _run_sharded(self, plan: Plan, target: AsyncTarget) -> Conversation:
         """One condition of one sharded question; with a model, the LLM shard simulator,
