@@ -6,7 +6,7 @@ n/a (None) is not counted. When a bot breaks so that most units become n/a (noth
 answered correctly stand-alone, so forgetfulness is not scored; no relevant document
 retrieved), the few units left can read better than the baseline's without the bot being
 better. So an *improvement* is declared only when, per run, the current value was scored
-on at least ``MIN_SHARE`` (half) of the units of the baseline's smallest run; otherwise
+on at least ``MIN_SHARE`` (80%) of the units of the baseline's smallest run; otherwise
 the row passes, says why the metric is not comparable, and no update of the baseline is
 advised. A regression stands whatever the counts (failing is the safe side); a baseline
 without per-conversation values (format 1) cannot tell, and is taken as comparable.
@@ -21,7 +21,7 @@ from ..core.results import BaselineMetric, MetricValue
 __all__ = ["MIN_SHARE", "baseline_units", "not_comparable"]
 
 #: the share of the baseline's scored units per run a current run must reach for its value to be comparable
-MIN_SHARE = 0.5
+MIN_SHARE = 0.8
 
 
 def baseline_units(bm: BaselineMetric) -> int | None:

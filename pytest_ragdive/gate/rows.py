@@ -51,12 +51,23 @@ def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric], wh
     ``where_data`` (``gate.where_data``: MRR, answer relevance, citation rate by default) and
     a metric the plugin may have nothing to score for (``assertion_pass_rate`` without
     ``assert:`` checks, a rubric judge without a model: ``MetricSpec.gated_where_recorded``)
-    are gated where the baseline holds them; every other entry always."""
+    are gated where the baseline holds them; every other entry always. A baseline that
+    holds ``forgetfulness`` but not ``forgotten_turn_share`` (recorded before it existed) is
+    gated on ``forgetfulness`` at the share's tolerance."""
     optional = set(where_data)
-    return {
+    out = {
         m: t for m, t in gate.items()
         if m in stored or not (m in optional or (m in METRICS and METRICS[m].gated_where_recorded))
     }
+    # a baseline recorded before forgotten_turn_share existed: forgetting is gated on its
+    # forgetfulness, at the same tolerance, until the baseline is re-recorded
+    share = LEGACY_FORGETTING
+    if share in gate and share not in stored and "forgetfulness" in stored and "forgetfulness" not in out:
+        out["forgetfulness"] = gate[share]
+    return out
+
+
+LEGACY_FORGETTING = "forgotten_turn_share"
 WORSE_LISTED = 10  # conversations that got worse, kept per row (largest contribution first)
 
 # the range of the built-in metrics' values, where the reports clip a band to it (a band

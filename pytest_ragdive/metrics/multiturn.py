@@ -122,8 +122,8 @@ def apply_forgetfulness_probe(conv: Conversation, rule: Rule = COVERAGE_RULE) ->
 
     - ``conv.scores["forgetfulness"]``, ``["forgotten_turn_share"]`` and ``["context_retention"]``;
     - the flag ``"forgetful"`` on each forgetful turn (and on no other turn);
-    - ``conv.verdicts["forgetfulness"]``, a Verdict whose reason names the forgetful turn
-      indexes (set for multi-turn conversations only).
+    - ``conv.verdicts["forgetfulness"]`` and ``["forgotten_turn_share"]``, Verdicts whose
+      reason names the forgetful turn indexes (set for multi-turn conversations only).
     """
     classified = _classify(conv, rule)
     res = _result(classified)
@@ -137,6 +137,7 @@ def apply_forgetfulness_probe(conv: Conversation, rule: Rule = COVERAGE_RULE) ->
     conv.scores["context_retention"] = res.context_retention
     if len(conv.turns) >= 2:
         conv.verdicts["forgetfulness"] = Verdict(value=res.forgetfulness, reason=res.reason)
+        conv.verdicts["forgotten_turn_share"] = Verdict(value=res.forgotten_turn_share, reason=res.reason)
     return res
 
 

@@ -94,3 +94,12 @@ def test_the_terminal_says_why_instead_of_advising_an_update() -> None:
     text = "\n".join(line.text for line in terminal_lines(RunOutcome(info=RunInfo(suites=["core"]), status=GateStatus.PASSED, gate=rows)))
     assert "consider --ragdive-update-baseline" not in text
     assert "not comparable with it" in text and "core/forgetfulness: not comparable" in text
+
+
+def test_an_older_baseline_without_the_share_is_gated_on_forgetfulness() -> None:
+    from pytest_ragdive.gate.rows import where_recorded
+
+    base = factories.baseline_of([conv(f"c{i}", 1) for i in range(3)], {"forgetfulness": 0.05})
+    old = {m: bm for m, bm in base.suites["core"].items() if m != "forgotten_turn_share"}
+    assert where_recorded({"forgotten_turn_share": 0.05}, old) == {"forgetfulness": 0.05}
+    assert where_recorded({"forgotten_turn_share": 0.05}, base.suites["core"]) == {"forgotten_turn_share": 0.05}

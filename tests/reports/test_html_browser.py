@@ -66,7 +66,7 @@ def test_passing_run(pages: dict[str, tuple[RunOutcome, Path]], tmp_path: Path) 
     assert outcome.status.value == "passed"
     with Browser() as b:
         layout = _open(b, path)
-        assert str(layout["headline"]).startswith("ragdive gate passed: 11 gated metric(s)")
+        assert str(layout["headline"]).startswith("ragdive gate passed: 10 gated metric(s)")
         assert b.js("document.querySelectorAll('table.gate tr.row-bad').length") == 0
         _keep(b.screenshot(tmp_path / "1-passing-run.png"))
 

@@ -140,7 +140,7 @@ def test_gate_table_is_verdict_first_with_plain_reasons_and_no_repr(invented: Ru
     assert "<dt>detectable drop (80% power)</dt><dd>any change</dd>" in gate
     # the headline names the failed metrics, right under the title
     head = html[html.index('<p class="headline bad">'):html.index("</p>", html.index('<p class="headline bad">'))]
-    assert "5 of 11 gated metrics failed: core/faithfulness, core/numbers_grounded, core/answer_f1, core/assertion_pass_rate, core/safety_pass_rate" in head
+    assert "5 of 10 gated metrics failed: core/faithfulness, core/numbers_grounded, core/answer_f1, core/assertion_pass_rate, core/safety_pass_rate" in head
     assert html.index("<h1>") < html.index(head) < html.index('<table class="gate">')
 
 
@@ -167,7 +167,7 @@ def test_invented_sentence_is_highlighted_and_the_baseline_answer_beside_it(inve
 
 def test_forgetfulness_row_names_the_conversations_and_turns(outcome: RunOutcome) -> None:
     html = render_html(outcome)
-    row = html[html.index('data-metric="forgetfulness" data-verdict="regression"'):]
+    row = html[html.index('data-metric="forgotten_turn_share" data-verdict="regression"'):]
     row = row[:row.index("</tr>")]
     forgetful = {c.id: [t.index + 1 for t in c.turns if "forgetful" in t.flags] for c in outcome.conversations if c.error is None}
     named = re.findall(r'>([\w-]+)</a> \(turn ([\d, ]+)\)', row)

@@ -42,7 +42,7 @@ def _three(outcome: RunOutcome) -> tuple[str, str, str]:
 def test_the_faithfulness_regression_in_three_reports(invented: RunOutcome) -> None:
     terminal, summary, comment = _three(invented)
     head = status_text(invented)
-    assert head.startswith("ragdive gate FAILED: 5 of 11 gated metrics failed: core/faithfulness, core/numbers_grounded, core/answer_f1")
+    assert head.startswith("ragdive gate FAILED: 5 of 10 gated metrics failed: core/faithfulness, core/numbers_grounded, core/answer_f1")
     detail = head.removeprefix("ragdive gate FAILED")  # summary.md bolds the verdict: "**FAILED**: 5 of 10 ..."
     assert f"**FAILED**{detail}" in summary and head in terminal and head in comment
     for text in (terminal, summary, comment):
@@ -64,9 +64,9 @@ def test_the_faithfulness_regression_in_three_reports(invented: RunOutcome) -> N
 def test_the_forgetfulness_regression_names_conversations_and_turns(forgetful: RunOutcome) -> None:
     terminal, summary, comment = _three(forgetful)
     turn = "turn 3 answered correctly stand-alone but wrongly in the conversation"
-    assert f"core-2fa-recovery: forgetfulness 1.00, drop 1.00, 17% of the total drop; {turn}" in terminal
-    assert f"core-2fa-recovery: forgetfulness 1.00, drop 1.00, 17% of the total drop; {turn}" in summary
-    assert "forgetfulness 1.00, forgotten_turn_share 0.50; turn" in comment and "answered correctly stand-alone but wrongly" in comment
+    assert f"core-2fa-recovery: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; {turn}" in terminal
+    assert f"core-2fa-recovery: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; {turn}" in summary
+    assert "forgotten_turn_share 0.50; turn" in comment and "answered correctly stand-alone but wrongly" in comment
 
 
 def test_the_comment_is_written_with_the_artifact_link(invented: RunOutcome, tmp_path: Path,
