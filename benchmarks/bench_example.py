@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 METRICS = [
     "correctness", "answer_f1", "faithfulness", "faithfulness_strict", "recall_at_k", "context_recall",
-    "forgetfulness", "safety_pass_rate",
+    "forgetfulness", "forgotten_turn_share", "safety_pass_rate",
 ]
 CONFIGS = {
     "healthy (defaults)": {},

@@ -109,6 +109,7 @@ class RagdiveConfig(Strict):
         "this many characters, with a note in the report; the answer itself is kept whole",
     )
     forgetfulness_probe: bool = True  # ask each context-dependent turn's stand-alone question in a fresh history (forgetfulness, context_retention)
+    recall_k: int = Field(5, ge=1, le=1000, strict=True)  # the k of recall_at_k and ndcg_at_k (seed 001: recall@5; recall_at_3 and recall_at_10 are reported beside it)
     redact_env: list[str] = Field(default_factory=list)  # variables whose values are scrubbed (***) from every reply
     # strict: a tolerance of true or "0.03" is a mistake, not 1.0 or 0.03
     gate: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(default_factory=lambda: dict(DEFAULT_GATE))  # metric -> tolerance: only these metrics gate (safety_pass_rate only with 0)
@@ -371,7 +372,7 @@ class RagdiveConfig(Strict):
         contents of the golden files and prompts (:meth:`content_digests`)."""
         keys = (
             "suites", "target", "backend", "judge_backend", "judge_cascade", "judged_metrics", "forgetfulness_probe",
-            "llm", "model", "judges", "metric_modules", "faithfulness_backend", "nli", "judge_band",
+            "recall_k", "llm", "model", "judges", "metric_modules", "faithfulness_backend", "nli", "judge_band",
             "score_max_answer_chars",
             "judge_prompts",
         )

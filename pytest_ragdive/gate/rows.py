@@ -8,7 +8,9 @@ baseline holds per-conversation values. A value outside the band on the good
 side is an improvement (``improvement = "band"``, the default), or, with
 ``improvement = "delta"`` (seed 001's rule), a value that moved from the baseline mean
 by more than ``improvement_delta`` (0.01) on the good side without leaving the band on the
-bad one; an improvement passes and is listed. A metric of ``where_data`` (MRR, answer
+bad one; an improvement passes and is listed, but only when the value was scored on a
+set comparable to the baseline's (:mod:`.comparable`; otherwise the row passes and says
+why). A metric of ``where_data`` (MRR, answer
 relevance, citation rate by default) is gated only in a suite whose baseline has a value
 for it; any other gated metric without a value fails ("no data", "not in baseline").
 """
@@ -25,6 +27,7 @@ from pydantic import BaseModel, Field
 from ..core.records import Conversation
 from ..core.results import Baseline, BaselineMetric, SuiteResult
 from ..metrics.registry import ARROW, METRICS
+from .comparable import not_comparable
 from .paired import PairedResult, Pairing, Table, alpha_for_look, baseline_table, decide, pair, paired_tests, table
 from .power import Moved, Power, power_of, spread, unstable, worse
 
@@ -52,12 +55,23 @@ def where_recorded(gate: dict[str, float], stored: dict[str, BaselineMetric], wh
     ``where_data`` (``gate.where_data``: MRR, answer relevance, citation rate by default) and
     a metric the plugin may have nothing to score for (``assertion_pass_rate`` without
     ``assert:`` checks, a rubric judge without a model: ``MetricSpec.gated_where_recorded``)
-    are gated where the baseline holds them; every other entry always."""
+    are gated where the baseline holds them; every other entry always. A baseline that
+    holds ``forgetfulness`` but not ``forgotten_turn_share`` (recorded before it existed) is
+    gated on ``forgetfulness`` at the share's tolerance."""
     optional = set(where_data)
-    return {
+    out = {
         m: t for m, t in gate.items()
         if m in stored or not (m in optional or (m in METRICS and METRICS[m].gated_where_recorded))
     }
+    # a baseline recorded before forgotten_turn_share existed: forgetting is gated on its
+    # forgetfulness, at the same tolerance, until the baseline is re-recorded
+    share = LEGACY_FORGETTING
+    if share in gate and share not in stored and "forgetfulness" in stored and "forgetfulness" not in out:
+        out["forgetfulness"] = gate[share]
+    return out
+
+
+LEGACY_FORGETTING = "forgotten_turn_share"
 WORSE_LISTED = 10  # conversations that got worse, kept per row (largest contribution first)
 
 # the range of the built-in metrics' values, where the reports clip a band to it (a band
@@ -122,6 +136,9 @@ class GateRow(BaseModel):
     on_inconclusive: OnInconclusive = "fail"
     # [tool.ragdive.floors]: an absolute limit beside the band (a ceiling for lower-is-better metrics)
     floor: float | None = None
+    # why the value is not comparable with the baseline's (scored on far fewer units: gate/comparable.py);
+    # set only where that stopped an improvement
+    not_comparable: str = ""
 
     @property
     def failed(self) -> bool:
@@ -193,6 +210,8 @@ class GateRow(BaseModel):
             return "no conversation had a value for this metric in this run (no case it applies to, or all errored)"
         worse_word = "below" if self.direction == "higher" else "above"
         edge = self.band_low if self.direction == "higher" else self.band_high
+        if self.not_comparable and self.verdict == "pass":
+            return f"{num(self.current, 3)} reads better than the baseline but is {self.not_comparable}"
         if self.verdict == "improvement":
             return (f"{num(self.current, 3)} is better than every baseline run by more than the tolerance "
                     f"{self.tolerance:g}: consider --ragdive-update-baseline")
@@ -389,6 +408,12 @@ def check(
         if method == "band+paired" and all_convs:
             ours = [c for c in all_convs if c.suite == suite]
             paired_rows(mine, stored, functools.partial(table, ours), alpha_for_look((alpha_looks or looks) - 1), unstable_spread)
+        for row in mine:  # an improvement only on a comparable scored set (gate/comparable.py)
+            if row.verdict == "improvement" and row.metric in METRICS:
+                why = not_comparable(row.metric, METRICS[row.metric].level, res.metrics.get(row.metric), res.runs,
+                                     stored.get(row.metric))
+                if why:
+                    row.verdict, row.not_comparable = "pass", why
         rows += mine
     return rows
 

@@ -20,6 +20,8 @@ CONTEXT_METRICS: tuple[str, ...] = (
     "context_precision",
     "context_recall",
     "recall_at_k",
+    "recall_at_3",
+    "recall_at_10",
     "mrr",
     "ndcg_at_k",
 )

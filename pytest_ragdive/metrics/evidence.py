@@ -145,8 +145,8 @@ def weighted_support(units: Iterable[Support]) -> float:
 
 def reference_coverage(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RULE) -> list[Coverage]:
     """Per fact of the ground truth with a match term (its asserted units): how much of it
-    the answer states by the coverage rule, and the words of it the answer's units do not
-    hold. Empty for an unanswerable ground truth (correctness then asks for an abstention)."""
+    the answer states by the coverage rule (times the share of its key facts held:
+    :mod:`.keyfacts`), and the words of it the answer's units do not hold. Empty for an unanswerable ground truth (correctness then asks for an abstention)."""
     if not ground_truth or is_unanswerable(ground_truth):
         return []
     facts = asserted_units(ground_truth)
@@ -156,7 +156,7 @@ def reference_coverage(answer: str | None, ground_truth: str, rule: Rule = COVER
         have |= _terms(u)
     out = []
     for f in fact_evidence(facts, units, semantic=rule.semantic, only_unsure=not rule.needs_cosine_when_lexical_full):
-        covered = rule.score(f.lexical, f.cosine) if units else 0.0
+        covered = rule.score(f.lexical, f.cosine) * f.key if units else 0.0  # key facts: keyfacts.py
         out.append(_record(Coverage, text=f.fact, covered=covered, missing=_words(f.fact, _terms(f.fact) - have)))
     return out
 

@@ -30,9 +30,13 @@ Coverage (correctness)
     same rule turned round: lexical, the share of the fact's terms among the terms the
     answer asserts; semantic, the cosine of the fact with the best window of the
     answer's units (one unit, or two adjacent), guarded by the fact's exact terms.
-    Coverage is the term-weighted sum of the facts' coverage over the reference's
-    terms, or over ``Rule.cap`` terms when the reference is longer (a reference is
-    written to be complete, in more words than an answer needs). It is not multiplied
+    Each fact's coverage is multiplied by the share of its *key terms* the answer
+    holds (:mod:`.keyfacts`: numbers with their units, names, negation; 0 when the
+    answer negates the fact), so coverage of the other words alone cannot make an
+    answer with the wrong number correct. Coverage is the term-weighted sum of the
+    facts' coverage over the reference's terms, or over ``Rule.cap`` terms when the
+    reference is longer (a reference is written to be complete, in more words than an
+    answer needs). It is not multiplied
     by faithfulness: an answer that covers the reference and also invents is caught by
     faithfulness, and the gate gates both.
 
@@ -48,6 +52,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from .keyfacts import key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
 from .windows import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
@@ -181,6 +186,7 @@ class FactEvidence:
     weight: int
     lexical: float
     cosine: float | None
+    key: float = 1.0  # share of the fact's key terms (numbers with units, names, negation) held; 0 if contradicted
 
 
 # --------------------------------------------------------------------------- support
@@ -323,16 +329,18 @@ def _fact_evidence(
     asked = [keep[i] for i in ask]
     for i, (cos, _) in zip(ask, guarded_best(asked, [exact_terms(f) for f in asked], windows), strict=True):
         cosines[i] = cos
-    return tuple(FactEvidence(f, len(_terms(f)), lexicals[i], cosines[i]) for i, f in enumerate(keep))
+    units = tuple(answer_units)
+    return tuple(FactEvidence(f, len(_terms(f)), lexicals[i], cosines[i], key_share(f, units)) for i, f in enumerate(keep))
 
 
 def coverage_of(facts: Sequence[FactEvidence], rule: Rule) -> float:
-    """The term-weighted coverage of the facts, over ``rule.cap`` terms at most."""
+    """The term-weighted coverage of the facts, over ``rule.cap`` terms at most; each fact's
+    coverage is multiplied by the share of its key terms the answer holds (:mod:`.keyfacts`)."""
     total = sum(f.weight for f in facts)
     if not total:
         return 0.0
     den = min(total, rule.cap) if rule.cap else total
-    return min(1.0, sum(f.weight * rule.score(f.lexical, f.cosine) for f in facts) / den)
+    return min(1.0, sum(f.weight * rule.score(f.lexical, f.cosine) * f.key for f in facts) / den)
 
 
 def coverage(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RULE) -> float | None:

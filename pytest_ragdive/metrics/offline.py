@@ -45,10 +45,10 @@ from .grounding import (
     unit_supports,
 )
 from .lexical import answer_f1, context_recall, exact_match, is_abstention, is_no_answer, split_sentences, tokens
-from .multiturn import apply_forgetfulness_probe
+from .multiturn import PROBE_METRICS, apply_forgetfulness_probe
 from .pii import PiiCheck
 from .registry import METRICS, OFFLINE_TWINS
-from .retrieval import context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
+from .retrieval import RECALL_K, context_precision, distinct_source_ids, mrr, ndcg_at_k, recall_at_k
 from .safety import DEFAULT_PII, citation_ok, pii_hits, safety_pass, violations
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ TURN_METRICS: tuple[str, ...] = (
     "exact_match",
     "correctness",
     "recall_at_k",
+    "recall_at_3",
+    "recall_at_10",
     "mrr",
     "ndcg_at_k",
     "faithfulness",
@@ -89,7 +91,7 @@ TURN_METRICS: tuple[str, ...] = (
     "answer_attempt_rate",
 )
 #: the conversation-level metrics ``score_conversation`` adds (from multiturn.py)
-CONVERSATION_METRICS: tuple[str, ...] = ("forgetfulness", "context_retention")
+CONVERSATION_METRICS: tuple[str, ...] = PROBE_METRICS
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ def grounded_faithfulness(
 def score_turn(
     turn: Turn,
     *,
-    k: int | None = None,
+    k: int | None = RECALL_K,
     conversation: Sequence[str] = (),
     grounding: Grounding = DEFAULT_GROUNDING,
     verdicts: dict[str, Verdict] | None = None,
@@ -179,8 +181,9 @@ def score_turn(
     All values are None when the turn was not run (``answer`` is None). The answer metrics
     (answer_f1, exact_match, correctness, context_recall) are None without a ground truth;
     the retrieval metrics are None without ``relevant_doc_ids`` (context_precision then
-    falls back to lexical relevance); ``k`` cuts recall_at_k and ndcg_at_k (None: all
-    retrieved documents). Nothing on the turn is changed.
+    falls back to lexical relevance); ``k`` cuts recall_at_k and ndcg_at_k (the config's
+    ``recall_k``, seed 001's 5 by default; None: all retrieved documents); recall_at_3 and
+    recall_at_10 are seed 001's other two cuts, reported beside it. Nothing on the turn is changed.
     """
     return score_turn_evidence(turn, k=k, conversation=conversation, grounding=grounding, verdicts=verdicts, pii=pii)[0]
 
@@ -188,7 +191,7 @@ def score_turn(
 def score_turn_evidence(
     turn: Turn,
     *,
-    k: int | None = None,
+    k: int | None = RECALL_K,
     conversation: Sequence[str] = (),
     grounding: Grounding = DEFAULT_GROUNDING,
     verdicts: dict[str, Verdict] | None = None,
@@ -211,6 +214,8 @@ def score_turn_evidence(
         "exact_match": exact_match(answer, gt) if has_gt else None,
         "correctness": correctness(answer, gt, g.coverage) if has_gt else None,
         "recall_at_k": recall_at_k(ids, rel, k),
+        "recall_at_3": recall_at_k(ids, rel, 3),
+        "recall_at_10": recall_at_k(ids, rel, 10),
         "mrr": mrr(ids, rel),
         "ndcg_at_k": ndcg_at_k(ids, rel, k),
         "faithfulness": grounded_faithfulness(answer, turn.contexts, conversation, g, verdicts),
@@ -249,7 +254,7 @@ def safety_failures(conv: Conversation, pii: PiiCheck = DEFAULT_PII) -> list[str
 
 
 def score_conversation(
-    conv: Conversation, *, k: int | None = None, grounding: Grounding = DEFAULT_GROUNDING, pii: PiiCheck = DEFAULT_PII
+    conv: Conversation, *, k: int | None = RECALL_K, grounding: Grounding = DEFAULT_GROUNDING, pii: PiiCheck = DEFAULT_PII
 ) -> None:
     """Score one conversation in place (idempotent).
 
@@ -259,8 +264,8 @@ def score_conversation(
     - ``conv.failures``: one message per safety violation (not repeated on re-scoring);
       ``pii``: the personal-data detectors and the suite's allow-list;
     - ``conv.scores``: for each turn-level metric, its mean over the turns (None values left
-      out; None when every turn is None), plus forgetfulness and context_retention from the
-      forgetfulness probe (which also flags forgetful turns and sets
+      out; None when every turn is None), plus forgetfulness, forgotten_turn_share and
+      context_retention from the forgetfulness probe (which also flags forgetful turns and sets
       ``conv.verdicts["forgetfulness"]``).
     """
     supports = conversation_supports(conv.turns, grounding.support)

@@ -56,6 +56,10 @@ MARK = "__ragdive_metric__"  # the attribute the decorator sets on a metric func
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: built-in metrics gated only where the baseline holds them (see MetricSpec.gated_where_recorded)
+GATED_WHERE_RECORDED = frozenset({"assertion_pass_rate", "forgotten_turn_share"})
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
@@ -77,8 +81,10 @@ class MetricSpec:
     def gated_where_recorded(self) -> bool:
         """A gate entry for it applies only where the baseline holds it: the plugin may
         have nothing to score (``assertion_pass_rate`` in a suite without ``assert:``
-        checks, a rubric judge without a model, the attack metrics in a suite without attacks)."""
-        return self.kind == "rubric" or self.name == "assertion_pass_rate" or self.name.startswith("attack_success_")
+        checks, a rubric judge without a model, the attack metrics in a suite without attacks;
+        ``forgotten_turn_share`` against a baseline recorded before it existed, or a suite with
+        no history-dependent turn)."""
+        return self.kind == "rubric" or self.name in GATED_WHERE_RECORDED or self.name.startswith("attack_success_")
 
     def agrees(self, other: MetricSpec) -> bool:
         """Two declarations of one name that aggregate and gate the same way."""
@@ -182,10 +188,12 @@ def _mark(obj: object) -> MetricSpec | None:
 _BUILTIN = (
     metric("answer_f1", dimension="answer", definition="SQuAD token F1 of the answer against the ground truth"),
     metric("exact_match", dimension="answer", definition="1 when the SQuAD-normalised answer equals the ground truth"),
-    metric("correctness", dimension="answer", definition="graded coverage of the ground truth's facts by what the answer asserts, lexical and semantic (embedded model; numbers, negations and names lexical), a long reference covered by 24 of its terms; beside faithfulness, not multiplied by it (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention or no answer on an answerable turn: 0)"),
-    metric("recall_at_k", dimension="retrieval", definition="share of relevant documents among the retrieved contexts"),
+    metric("correctness", dimension="answer", definition="graded coverage of the ground truth's facts by what the answer asserts, lexical and semantic (embedded model; numbers, negations and names lexical), a long reference covered by 24 of its terms; each fact counts by the share of its key terms (numbers with their units, names, negation) the answer holds, and not at all when the answer negates it; beside faithfulness, not multiplied by it (unanswerable turn: 1 iff the answer says it cannot answer; a pure abstention or no answer on an answerable turn: 0)"),
+    metric("recall_at_k", dimension="retrieval", definition="share of the relevant documents among the top k distinct retrieved documents (k: recall_k, 5 by default; a turn with no relevant document: not applicable)"),
+    metric("recall_at_3", dimension="retrieval", definition="recall_at_k at k = 3 (reported beside it, as seed 001 does)"),
+    metric("recall_at_10", dimension="retrieval", definition="recall_at_k at k = 10 (reported beside it, as seed 001 does)"),
     metric("mrr", dimension="retrieval", definition="reciprocal rank of the first relevant retrieved document"),
-    metric("ndcg_at_k", dimension="retrieval", definition="binary-relevance nDCG of the retrieved documents"),
+    metric("ndcg_at_k", dimension="retrieval", definition="binary-relevance nDCG of the top k distinct retrieved documents (k: recall_k)"),
     metric("faithfulness", dimension="grounding", definition="how much of what the answer asserts the contexts or the conversation so far support: term-weighted mean support of its asserted units, lexical and semantic (embedded model; numbers, negations and names lexical; nli backend: a checker rescores uncertain turns; a pure abstention: 1; courtesy only: no answer, None)"),
     metric("faithfulness_strict", dimension="grounding", definition="faithfulness against this turn's retrieved contexts only (no credit for restating the conversation)"),
     metric("answer_relevance", dimension="answer", definition="LLM judge only (offline: not applicable, None): share of three binary checks passed: addresses the question, misses nothing essential, no needless padding"),
@@ -205,8 +213,9 @@ _BUILTIN = (
         )
     ),
     metric("assertion_pass_rate", dimension="answer", definition="share of a turn's `assert:` checks (golden data) that pass (a rubric check without a model is left out); gated with zero tolerance by default, where the baseline holds it"),
-    metric("forgetfulness", level="conversation", higher_is_better=False, dimension="answer", definition="share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript)"),
-    metric("context_retention", level="conversation", dimension="answer", definition="kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict)"),
+    metric("forgetfulness", level="conversation", higher_is_better=False, dimension="answer", definition="share of conversations that lost information from earlier turns (offline: a turn answered correctly stand-alone but wrongly in the conversation; LLM: the judge's verdict on the transcript); a conversation with no turn answered correctly stand-alone is not scored"),
+    metric("forgotten_turn_share", level="conversation", higher_is_better=False, dimension="answer", definition="per conversation, the share of its history-dependent turns answered correctly stand-alone (eligible) that are answered wrongly in the conversation, from the stand-alone probe on offline and LLM runs alike; a conversation with no eligible turn is not scored"),
+    metric("context_retention", level="conversation", dimension="answer", definition="kept and used earlier information (offline: share of stand-alone-correct turns also correct in the conversation; LLM: the judge's verdict); a conversation with no turn answered correctly stand-alone is not scored"),
     # -- the sharded diagnosis (sharded/diagnosis.py, sharded/aptitude.py) ------------------
     metric("answer_attempt_rate", dimension="answer", definition="share of turns the target answered instead of abstaining (a partial answer that also abstains is an attempt; sharded conversations: the reply's response class is answer_attempt; reported in the sharded table, not in the suite mean)"),
     metric("aptitude", level="suite", dimension="diagnosis", definition="SHARDED condition: per question the 90th percentile of its BEST answer F1 over the runs (linear interpolation), averaged over questions"),

@@ -3,8 +3,16 @@
 recall_at_k, mrr and ndcg_at_k work on the ranked list of *distinct* source
 documents of the retrieved contexts (``Context.source_id``, a document that
 comes back as several chunks counts once, at its first rank), compared with a
-turn's ``relevant_doc_ids``. They are None ("not applicable") when the turn
-names no relevant document. context_precision works on the contexts
+turn's ``relevant_doc_ids``. recall_at_k and ndcg_at_k look at the top ``k`` of
+them: the config's ``recall_k``, seed 001's k = 5 by default (``RECALL_K``), with
+recall_at_3 and recall_at_10 reported beside it (seed 001's ``k_values = [3, 5, 10]``),
+not at every document the target happened to return.
+
+**A turn with no relevant document** (no ``relevant_doc_ids``: an unanswerable
+question, a chit-chat turn, a case without retrieval labels) follows one rule for
+every rank metric: it is not applicable (None) and left out of the means, never
+1.0 (seed 001's sketch returns 1.0, which would reward any retrieval on a question
+with nothing to find) and never 0.0. context_precision works on the contexts
 themselves (chunks, in rank order) and falls back to lexical relevance
 against the ground truth when the turn names no relevant document.
 
@@ -21,6 +29,7 @@ from .lexical import _content_set, _covered, _token_set, is_unanswerable
 
 __all__ = [
     "LEXICAL_RELEVANCE_THRESHOLD",
+    "RECALL_K",
     "context_precision",
     "distinct_source_ids",
     "is_relevant_context",
@@ -29,6 +38,8 @@ __all__ = [
     "recall_at_k",
 ]
 
+#: the k of recall_at_k and ndcg_at_k unless the config sets ``recall_k`` (seed 001: recall@5)
+RECALL_K = 5
 #: share of the ground truth's content tokens a context must hold to count as relevant
 #: (context_precision's fallback when a turn names no relevant document)
 LEXICAL_RELEVANCE_THRESHOLD = 0.3

@@ -63,6 +63,11 @@ def terminal_lines(outcome: RunOutcome, written: list[Path] | None = None) -> li
             add("improvements (consider --ragdive-update-baseline):")
             for r in better:
                 add("  " + r.line())
+        apart = [r for r in outcome.gate if r.not_comparable]
+        if apart:
+            add("better than the baseline but not comparable with it (no improvement declared):")
+            for r in apart:
+                add(f"  {r.suite}/{r.metric}: {r.not_comparable}")
         for t in paired_block(outcome):
             add(t)
     elif st is not GateStatus.BASELINE_WRITTEN or outcome.baseline_path is None:

@@ -123,7 +123,7 @@ def where_text(row: GateRow, found: list[Culprit]) -> str:
     if spec is not None and spec.level == "conversation":
         parts = [f"{c.id} (turn {', '.join(map(str, c.turns))})" if c.turns else c.id for c in found]
         what = "answered a follow-up correctly stand-alone but wrongly in the conversation" if row.metric in (
-            "forgetfulness", "context_retention") else "pull it down"
+            "forgetfulness", "forgotten_turn_share", "context_retention") else "pull it down"
         return f"{', '.join(parts)}: {what}"
     return "worst: " + ", ".join(f"{c.id} ({fmt(c.value, '.2f')})" for c in found)
 

@@ -370,9 +370,9 @@ class Pipeline:
         long = sum(len(t.answer or "") for t in conv.turns) >= OFF_LOOP_CHARS
         with capped_answers(conv, cap) as cut:
             if grounding.tier is None and not long:  # milliseconds: at once, as the turn loop ends
-                score_conversation(conv, grounding=grounding, pii=pii)
+                score_conversation(conv, k=self.cfg.recall_k, grounding=grounding, pii=pii)
             else:
-                await asyncio.to_thread(score_conversation, conv, grounding=grounding, pii=pii)
+                await asyncio.to_thread(score_conversation, conv, k=self.cfg.recall_k, grounding=grounding, pii=pii)
         if cut:
             note = (
                 f"{conv.suite}/{conv.id} (run {conv.run}): {len(cut)} answer(s) longer than score_max_answer_chars = "

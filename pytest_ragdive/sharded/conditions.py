@@ -11,8 +11,9 @@ FULL       the fully specified question in one turn
 CONCAT     every shard in one turn, as a bullet list
 SHARDED    one shard per turn (turn 1: the intent shard verbatim); stops at an
            exact-match answer or after the reply to the last shard
-RECAP      SHARDED, then always one final turn that restates every shard
-           (:data:`RECAP_INTRO` and the shards as a list) and asks for the answer again;
+RECAP      SHARDED, then always one final turn that restates every shard revealed so
+           far, and only those (:data:`RECAP_INTRO` and the shards as a list; after an
+           early correct answer the unrevealed ones are not listed) and asks again;
            RECAP is scored on that turn (:attr:`ShardedInfo.score_f1`), BEST over the
            whole conversation is kept as a second figure
 SNOWBALL   like SHARDED, but each turn repeats the user's earlier utterances (the ones
@@ -65,7 +66,7 @@ def concat_text(shards: list[Shard]) -> str:
 
 
 def recap_text(shards: list[Shard]) -> str:
-    """RECAP's last turn: a framing sentence and every shard."""
+    """RECAP's last turn: a framing sentence and the shards given (the ones revealed so far)."""
     return f"{RECAP_INTRO}\n{concat_text(shards)}"
 
 
@@ -200,7 +201,13 @@ class ShardedUser:
             _summarise(conv, self.scorer.judge is not None)
 
     def _recap(self, conv: Conversation) -> Turn:
-        return self._turn(conv, recap_text(self.shards), [s.shard_id for s in self.shards], None, recap=True)
+        """The recap turn: the shards revealed so far, and only those (the study's RECAP
+        "consolidates all previously revealed shards"; after an early correct answer or at
+        ``max_turns`` some were never revealed, and restating them would hand the target
+        information the conversation did not give it)."""
+        revealed = set(self._revealed(conv))
+        shards = [s for s in self.shards if s.shard_id in revealed]
+        return self._turn(conv, recap_text(shards), [s.shard_id for s in shards], None, recap=True)
 
     async def next_turn(self, conv: Conversation) -> Turn | None:
         info = conv.sharded

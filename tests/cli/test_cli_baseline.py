@@ -40,7 +40,7 @@ def test_show_prints_band_mean_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     stored = load_baseline(BASELINE).suites["core"]["forgetfulness"]
     row = next(line for line in out.splitlines() if line.startswith("core") and "forgetfulness" in line)
-    assert f"{stored.mean:.4f}" in row and "[0.0500, 0.1500]" in row and row.split()[-1] == str(stored.runs)
+    assert f"{stored.mean:.4f}" in row and "[0.1500, 0.2500]" in row and row.split()[-1] == str(stored.runs)
     assert "backend offline" in out
     assert main(["baseline", "show", str(BASELINE), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["suites"]["core"]["forgetfulness"]["mean"] == stored.mean
@@ -52,7 +52,7 @@ def test_diff_of_a_rerecorded_baseline_names_what_moved(forgetful_baseline: Path
     rows = {(m.suite, m.metric): m for m in d.metrics}
     forget = rows[("core", "forgetfulness")]
     assert forget.change == "changed" and {"mean", "band", "runs"} <= set(forget.moved)
-    assert forget.new is not None and forget.old is not None and forget.new.mean - forget.old.mean == pytest.approx(0.6)
+    assert forget.new is not None and forget.old is not None and forget.new.mean - forget.old.mean == pytest.approx(0.5)
     assert rows[("core", "faithfulness")].moved == ["runs"]  # the reader still copies its contexts
     assert all(m.change == "unchanged" for m in d.metrics if m.suite == "extended")  # kept from the old file
     assert d.provenance["plugin_version"] == (old.plugin_version, "9.9.9")
@@ -60,7 +60,7 @@ def test_diff_of_a_rerecorded_baseline_names_what_moved(forgetful_baseline: Path
     assert main(["baseline", "diff", str(BASELINE), str(forgetful_baseline)]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "forgetfulness" in x)
-    assert "[0.0500, 0.1500]" in line and "[0.6500, 0.7500]" in line and "mean +0.6000" in line and "runs 5 -> 3" in line
+    assert "[0.1500, 0.2500]" in line and "[0.7000, 0.7000]" in line and "mean +0.5000" in line and "runs 5 -> 3" in line
     assert "extended" not in out  # unchanged rows only with --all
     assert main(["baseline", "diff", str(BASELINE), str(forgetful_baseline), "--all"]) == 0
     assert "extended" in capsys.readouterr().out

@@ -23,7 +23,7 @@ from pytest_ragdive.core.results import SuiteResult  # noqa: E402
 from pytest_ragdive.gate.assertions import assert_no_regression  # noqa: E402
 from pytest_ragdive.gate.baseline import load_baseline  # noqa: E402
 
-GATED = ["answer_f1", "correctness", "faithfulness", "recall_at_k", "context_recall", "forgetfulness", "safety_pass_rate"]
+GATED = ["answer_f1", "correctness", "faithfulness", "recall_at_k", "context_recall", "forgotten_turn_share", "safety_pass_rate"]
 
 
 def core(reader: str) -> SuiteResult:

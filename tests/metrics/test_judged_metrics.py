@@ -456,3 +456,21 @@ def test_reference_of_a_long_document_is_the_generators_window() -> None:
     assert "NEEDLE" in reference_text(conv, turn, {"long": doc})
     conv.window = None
     assert "NEEDLE" not in reference_text(conv, turn, {"long": doc})
+
+
+def test_judged_forgetfulness_is_not_scored_without_an_eligible_turn(tmp_path: Any) -> None:
+    # the probe ran and nothing was answered correctly stand-alone: the judge is not asked
+    # about forgetting (a run where nothing is answered is never "less forgetful")
+    from pytest_ragdive.metrics.offline import score_conversation
+
+    conv = make_conv()
+    conv.turns[1].standalone_answer = "I can't find that."
+    score_conversation(conv)
+    assert conv.scores["forgotten_turn_share"] is None
+    with FakeLLMServer(scripted) as server:
+        run_judge(cfg_for(server, tmp_path), conv)
+        sent = [aspect(b) for b in server.requests]
+    assert "forgetfulness" not in sent and "context_retention" not in sent
+    for metric in CONVERSATION_METRICS:
+        assert conv.scores[metric] is None
+        assert "answered correctly stand-alone" in conv.verdicts[metric].reason

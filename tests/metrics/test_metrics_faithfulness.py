@@ -134,9 +134,11 @@ def test_correctness_is_coverage_beside_faithfulness() -> None:
 
 
 def test_coverage_of_a_long_reference_is_capped() -> None:
-    long_gt = " ".join(f"word{i}" for i in range(30))
-    assert coverage(" ".join(f"word{i}" for i in range(12)), long_gt) == 1.0
-    assert coverage(" ".join(f"word{i}" for i in range(6)), long_gt) == pytest.approx(0.5)
+    # words without digits (a term with a digit is a number, a key fact of its own: keyfacts.py)
+    words = [f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(30)]
+    long_gt = " ".join(words)
+    assert coverage(" ".join(words[:12]), long_gt) == 1.0
+    assert coverage(" ".join(words[:6]), long_gt) == pytest.approx(0.5)
 
 
 def test_abstention_costs_correctness_only_when_the_question_is_answerable() -> None:

@@ -87,11 +87,29 @@ def test_unprobed_turns_give_none() -> None:
     assert conv.verdicts["forgetfulness"].value is None
 
 
-def test_no_standalone_correct_turn_leaves_retention_none() -> None:
+def test_no_standalone_correct_turn_is_not_scored() -> None:
+    # nothing the target knows stand-alone: nothing to forget, so n/a (not "not forgetful")
     conv = conversation(turn(1, WRONG, WRONG, GT1))
-    res = probe_forgetfulness(conv)
-    assert res.forgetfulness == 0.0
+    res = apply_forgetfulness_probe(conv)
+    assert res.forgetfulness is None
+    assert res.forgotten_turn_share is None
     assert res.context_retention is None
+    assert conv.scores["forgetfulness"] is None and conv.scores["forgotten_turn_share"] is None
+    assert "not scored" in conv.verdicts["forgetfulness"].reason
+
+
+def test_forgotten_turn_share_moves_when_a_forgetful_bot_forgets_more() -> None:
+    # the binary verdict saturates at 1.0; the share of eligible turns forgotten does not
+    some = conversation(turn(1, RIGHT1, RIGHT1, GT1), turn(2, WRONG, RIGHT2, GT2))
+    more = conversation(turn(1, WRONG, RIGHT1, GT1), turn(2, WRONG, RIGHT2, GT2))
+    a, b = apply_forgetfulness_probe(some), apply_forgetfulness_probe(more)
+    assert a.forgetfulness == b.forgetfulness == 1.0
+    assert a.forgotten_turn_share == pytest.approx(0.5)
+    assert b.forgotten_turn_share == 1.0
+    assert "2 of 2 eligible turns" in b.reason
+    # eligible turns only: a turn wrong stand-alone is neither forgotten nor retained
+    gap = conversation(turn(1, WRONG, RIGHT1, GT1), turn(2, WRONG, WRONG, GT2))
+    assert probe_forgetfulness(gap).forgotten_turn_share == 1.0
 
 
 def test_unanswerable_turn_uses_abstention_as_correct() -> None:

@@ -100,14 +100,15 @@ def test_score_conversation_means_failures_and_probe() -> None:
     score_conversation(conv)
     t1 = conv.turns[1]
     assert t1.scores["safety_pass_rate"] == 0.0
-    # issue 11: graded; covers "refund" (1 of 8 terms); issue 27: not multiplied by its support (1/4)
-    assert t1.scores["correctness"] == pytest.approx(1 / 8)
+    # issue 11: graded; covers "refund" (1 of 8 terms); issue 27: not multiplied by its support (1/4);
+    # issue 31: without the reference's number (14 days) that fact covers nothing
+    assert t1.scores["correctness"] == 0.0
     assert conv.failures == [  # turns are numbered from 1 for people (index 1 is turn 2)
         "turn 2: answer states forbidden text 'instant refund'",
         "turn 2: answer states forbidden text 'guaranteed refund'",
     ]
     assert conv.scores["safety_pass_rate"] == pytest.approx(0.5)
-    assert conv.scores["correctness"] == pytest.approx((1 + 1 / 8) / 2)
+    assert conv.scores["correctness"] == pytest.approx((1 + 0) / 2)
     assert conv.scores["mrr"] == pytest.approx(0.5)
     assert conv.scores["forgetfulness"] == 1.0
     assert conv.scores["context_retention"] == 0.0

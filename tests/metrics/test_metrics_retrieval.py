@@ -138,3 +138,27 @@ def test_context_precision_lexical_fallback() -> None:
     assert context_precision(contexts, [], gt) == pytest.approx(1 / 3)
     # with relevant ids, lexical relevance is not used
     assert context_precision(contexts, ["c1"], gt) == pytest.approx(1.0)
+
+
+def test_recall_at_k_is_taken_at_the_configured_k_not_over_every_document() -> None:
+    # seed 001: recall@5 gated, 3 and 10 reported; a relevant document at rank 7 is a miss at 5
+    from pytest_ragdive.core.records import Context, Turn
+    from pytest_ragdive.metrics.offline import score_turn
+    from pytest_ragdive.metrics.retrieval import RECALL_K
+
+    ctx = [Context(id=f"c{i}", doc_id=f"d{i}", text=f"text {i}") for i in range(1, 11)]
+    turn = Turn(rag_input="q", answer="a", contexts=ctx, relevant_doc_ids=["d2", "d7"])
+    assert RECALL_K == 5
+    s = score_turn(turn)
+    assert (s["recall_at_3"], s["recall_at_k"], s["recall_at_10"]) == (0.5, 0.5, 1.0)
+    assert score_turn(turn, k=10)["recall_at_k"] == 1.0
+    assert score_turn(turn, k=None)["recall_at_k"] == 1.0  # None: every retrieved document
+
+
+def test_a_turn_with_no_relevant_document_is_not_applicable_for_every_rank_metric() -> None:
+    from pytest_ragdive.core.records import Context, Turn
+    from pytest_ragdive.metrics.offline import score_turn
+
+    turn = Turn(rag_input="q", answer="a", contexts=[Context(id="c", doc_id="d", text="t")])
+    s = score_turn(turn)
+    assert all(s[m] is None for m in ("recall_at_k", "recall_at_3", "recall_at_10", "mrr", "ndcg_at_k"))

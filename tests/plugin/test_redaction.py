@@ -66,7 +66,7 @@ def test_no_secret_in_any_file_or_the_terminal(pytester: pytest.Pytester, monkey
         llm_project(
             pytester, CORPUS, top='concurrency = 4\nredact_env = ["BOT_SECRET"]',
             llm=f'api_base = "{server.url}"\napi_key_env = "{FAKE_KEY_ENV}"\ntransport = "openai_http"\ntimeout_s = 5',
-            rest="[tool.ragdive.gate]\nrecall_at_k = 0.05\nforgetfulness = 0.0\n[tool.ragdive.suites.core]\n"
+            rest="[tool.ragdive.gate]\nrecall_at_k = 0.05\n[tool.ragdive.suites.core]\n"
             'generated = { conversations = 2, turns = 2, roles = ["default"], seed = 1 }\n',
         )
         pytester.makeconftest(ECHO_BOT)

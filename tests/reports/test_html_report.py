@@ -167,7 +167,7 @@ def test_invented_sentence_is_highlighted_and_the_baseline_answer_beside_it(inve
 
 def test_forgetfulness_row_names_the_conversations_and_turns(outcome: RunOutcome) -> None:
     html = render_html(outcome)
-    row = html[html.index('data-metric="forgetfulness" data-verdict="regression"'):]
+    row = html[html.index('data-metric="forgotten_turn_share" data-verdict="regression"'):]
     row = row[:row.index("</tr>")]
     forgetful = {c.id: [t.index + 1 for t in c.turns if "forgetful" in t.flags] for c in outcome.conversations if c.error is None}
     named = re.findall(r'>([\w-]+)</a> \(turn ([\d, ]+)\)', row)

@@ -65,9 +65,9 @@ def test_the_faithfulness_regression_in_three_reports(invented: RunOutcome) -> N
 def test_the_forgetfulness_regression_names_conversations_and_turns(forgetful: RunOutcome) -> None:
     terminal, summary, comment = _three(forgetful)
     turn = "turn 3 answered correctly stand-alone but wrongly in the conversation"
-    assert f"core-2fa-recovery: forgetfulness 1.00, drop 1.00, 17% of the total drop; {turn}" in terminal
-    assert f"`core-2fa-recovery`: forgetfulness 1.00, drop 1.00, 17% of the total drop; `{turn}`" in summary
-    assert "forgetfulness 1.00; `turn" in comment and "answered correctly stand-alone but wrongly" in comment
+    assert f"core-2fa-recovery: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; {turn}" in terminal
+    assert f"`core-2fa-recovery`: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; `{turn}`" in summary
+    assert "forgotten_turn_share 0.50; `turn" in comment and "answered correctly stand-alone but wrongly" in comment
 
 
 def test_the_comment_is_written_with_the_artifact_link(invented: RunOutcome, tmp_path: Path,

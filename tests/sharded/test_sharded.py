@@ -151,6 +151,10 @@ def test_sharded_stops_at_an_exact_match_and_scores_best() -> None:
     assert len(recap.turns) == 3 and recap.turns[-1].sharded is not None and recap.turns[-1].sharded.recap
     assert recap.turns[-1].rag_input.startswith(RECAP_INTRO)
     assert recap.sharded is not None and recap.sharded.best_f1 == 1.0 and recap.sharded.score_f1 == 0.0
+    # the recap restates the shards revealed so far (1 and 2), not shard 3, never revealed
+    assert recap.turns[-1].sharded.shard_ids == [1, 2]
+    assert recap.turns[-1].rag_input.splitlines()[1:] == [f"- {Q3.shards[0].shard}", f"- {Q3.shards[1].shard}"]
+    assert Q3.shards[2].shard not in recap.turns[-1].rag_input
     good = _run(Q3, "recap", _echo_target({1: "Which plan?", 2: "Answer: 600", 3: "Answer: 600"}))
     assert good.sharded is not None and good.sharded.score_f1 == 1.0 and good.sharded.final_em == 1.0
     # the other conditions are scored on BEST

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import CacheMissError
 from ...core.records import Conversation, Document, JudgeCalls, Turn, Verdict
 from ...llm.prompts import fence
+from ..multiturn import has_probe
 from .cascade import JudgeFactory, JudgeFn, cascade, judge_models, prompt_judge
 from .combined import KEY_TAG, CombinedTurn
 from .inputs import contexts_block, reference_text, transcript
@@ -28,9 +29,10 @@ if TYPE_CHECKING:
     from ...core.config import RagdiveConfig
     from ...llm import LLMClient
 
-__all__ = ["NOT_JUDGED", "ConversationJudge", "judge_conversation", "not_judged"]
+__all__ = ["NOT_JUDGED", "NO_ELIGIBLE", "ConversationJudge", "judge_conversation", "not_judged"]
 
 NOT_JUDGED = "not judged (no key)"
+NO_ELIGIBLE = "no history-dependent turn was answered correctly stand-alone (the probe's eligibility rule)"
 
 
 def not_judged(miss: CacheMissError) -> Verdict:
@@ -64,7 +66,8 @@ async def judge_conversation(
 
     Turn-level metrics go to ``turn.scores``/``turn.verdicts`` (overwriting
     offline values), their means over turns to ``conv.scores``; forgetfulness
-    and context_retention to ``conv.scores``/``conv.verdicts``; the call counts
+    and context_retention to ``conv.scores``/``conv.verdicts`` (not applicable, no call,
+    where the stand-alone probe ran and found no eligible turn); the call counts
     to ``conv.judge_calls``. ``backend_judges`` (metric -> factory) judges those
 turn-level metrics with another backend (ragas) instead of our prompts; this
 function never looks at ``cfg.judge_backend`` (:mod:`..backends` decides).
@@ -177,7 +180,15 @@ class ConversationJudge:
             raise self._error
         items = [it for t in answered for it in self._items[id(t)]]
         conversation_metrics = [m for m in CONVERSATION_METRICS if m in self.selected]
-        if len(answered) >= 2:
+        # the probe's eligibility rule holds for the judge too: where the stand-alone probe ran
+        # and no history-dependent turn was answered correctly stand-alone, there is nothing
+        # the target knew and could forget, so the conversation is not scored (no call)
+        no_eligible = has_probe(conv) and conv.scores.get("forgotten_turn_share") is None
+        if len(answered) >= 2 and no_eligible:
+            for metric in conversation_metrics:
+                conv.scores[metric] = None
+                conv.verdicts[metric] = _not_applicable(NO_ELIGIBLE)
+        elif len(answered) >= 2:
             values = {"transcript": transcript(answered)}
             for metric in conversation_metrics:
                 judge = prompt_judge(self.client, metric, values, 0, "conversation", self.calls)

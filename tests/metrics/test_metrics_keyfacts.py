@@ -1,0 +1,59 @@
+"""Correctness checks the reference's key facts: numbers with their units, names and
+negations must be present and not contradicted (issue 31)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ragdive.metrics.grounding import CORRECTNESS_THRESHOLD, correctness
+from pytest_ragdive.metrics.keyfacts import key_check
+
+DEPOSIT = "The deposit for a city bike is 150 euros."
+
+
+def test_a_wrong_number_is_not_correct() -> None:
+    # the issue's case: most words shared (city bike, euros), the number wrong: it scored 0.6
+    wrong = correctness("A city bike costs 4 euros per hour or 18 euros per day.", DEPOSIT)
+    assert wrong is not None and wrong < CORRECTNESS_THRESHOLD
+    assert wrong == 0.0
+    assert correctness("The deposit for a city bike is 150 euros.", DEPOSIT) == 1.0
+
+
+@pytest.mark.parametrize("answer", [
+    "You pay a 150 euro deposit for a city bike.",
+    "A city bike needs a deposit of 150 euros.",
+])
+def test_the_right_number_in_other_words_stays_correct(answer: str) -> None:
+    value = correctness(answer, DEPOSIT)
+    assert value is not None and value >= CORRECTNESS_THRESHOLD
+
+
+def test_a_number_needs_its_unit() -> None:
+    check = key_check(DEPOSIT, ("The deposit for a city bike is 150 km.",))
+    assert check.missing == ("150 euro",)
+    # a sign stuck to the number is its unit, either way round
+    assert key_check("The Pro plan costs $19 a month.", ("Pro is 19 dollars per month.",)).missing == ()
+    assert key_check(DEPOSIT, ("The city bike deposit is €150.",)).missing == ()
+    assert key_check("Pro costs $19.", ("Pro costs 19 euros.",)).missing == ("19 dollar",)
+
+
+def test_a_negation_must_not_be_flipped() -> None:
+    ref = "The deposit is refundable within 14 days."
+    flipped = correctness("The deposit is not refundable within 14 days.", ref)
+    assert flipped == 0.0
+    assert key_check(ref, ("The deposit is not refundable within 14 days.",)).contradicted
+    dropped = correctness("Gift cards expire.", "Gift cards never expire.")
+    assert dropped is not None and dropped < CORRECTNESS_THRESHOLD
+    assert correctness("Gift cards do not expire.", "Gift cards never expire.") == 1.0
+
+
+def test_a_missing_name_costs_its_fact() -> None:
+    ref = "Single sign-on is included in Lumio Enterprise."
+    assert key_check(ref, ("Single sign-on is included in the Pro plan.",)).missing == ("enterpris", "lumio")
+    value = correctness("Single sign-on is included in the Pro plan.", ref)
+    assert value is not None and value < CORRECTNESS_THRESHOLD
+
+
+def test_a_fact_without_key_terms_is_covered_as_before() -> None:
+    ref = "Refunds go back to the original payment method."
+    assert key_check(ref, ("Refunds go back to the card you paid with.",)).share == 1.0
