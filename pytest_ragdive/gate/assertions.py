@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core.config import RagdiveConfig
 from ..core.records import Conversation
 from ..core.results import Baseline, SuiteResult
-from .rows import GateRow, check, compare_to_band
+from .rows import GateRow, check, compare_to_band, where_recorded
 
 
 def assert_in_band(value: float | None, band: tuple[float, float], direction: str, name: str = "value") -> None:
@@ -68,7 +68,8 @@ def assert_no_regression(
     if metrics is not None:
         gate = {m: cfg.gate.get(m, stored[m].tolerance if m in stored else 0.0) for m in metrics}
     else:
-        gate = {m: t for m, t in cfg.gated_metrics(result.suite).items() if m in stored}
+        # (a baseline recorded before forgotten_turn_share: forgetting gated on forgetfulness)
+        gate = {m: t for m, t in where_recorded(cfg.gated_metrics(result.suite), stored).items() if m in stored}
         if not gate:
             raise AssertionError(
                 f"nothing to gate: the baseline's suite {result.suite!r} records none of the gated metrics "

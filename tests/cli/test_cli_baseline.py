@@ -40,7 +40,8 @@ def test_show_prints_band_mean_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     stored = load_baseline(BASELINE).suites["core"]["forgetfulness"]
     row = next(line for line in out.splitlines() if line.startswith("core") and "forgetfulness" in line)
-    assert f"{stored.mean:.4f}" in row and "[0.1500, 0.2500]" in row and row.split()[-1] == str(stored.runs)
+    band = f"[{stored.min - stored.tolerance:.4f}, {stored.max + stored.tolerance:.4f}]"
+    assert f"{stored.mean:.4f}" in row and band in row and row.split()[-1] == str(stored.runs)
     assert "backend offline" in out
     assert main(["baseline", "show", str(BASELINE), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["suites"]["core"]["forgetfulness"]["mean"] == stored.mean
@@ -60,7 +61,8 @@ def test_diff_of_a_rerecorded_baseline_names_what_moved(forgetful_baseline: Path
     assert main(["baseline", "diff", str(BASELINE), str(forgetful_baseline)]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "forgetfulness" in x)
-    assert "[0.1500, 0.2500]" in line and "[0.7000, 0.7000]" in line and "mean +0.5000" in line and "runs 5 -> 3" in line
+    was = old.suites["core"]["forgetfulness"]
+    assert f"[{was.min - was.tolerance:.4f}, {was.max + was.tolerance:.4f}]" in line and "[0.7000, 0.7000]" in line and "mean +0.5000" in line and "runs 5 -> 3" in line
     assert "extended" not in out  # unchanged rows only with --all
     assert main(["baseline", "diff", str(BASELINE), str(forgetful_baseline), "--all"]) == 0
     assert "extended" in capsys.readouterr().out

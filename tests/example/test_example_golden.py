@@ -116,8 +116,8 @@ def test_negative_assertions_are_outdated_facts(suite: str, corpus: dict[str, st
 def test_example_config_points_at_the_golden_data() -> None:
     cfg = load_config(ROOT / "example_project" / "pyproject.toml")
     assert cfg.corpus is not None and cfg.path(cfg.corpus) == CORPUS
-    assert set(cfg.suites) == {"core", "extended", "diagnosis"}
+    assert set(cfg.suites) == {"core", "extended", "diagnosis", "attacks"}
     assert cfg.suites["diagnosis"].sharded and not cfg.suites["diagnosis"].single_turn
     for suite in cfg.suites.values():
-        for p in suite.single_turn + suite.conversations + suite.sharded:
+        for p in suite.single_turn + suite.conversations + suite.sharded + (suite.attacks.files if suite.attacks else []):
             assert cfg.path(p).is_file(), p

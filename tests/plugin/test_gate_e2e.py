@@ -157,6 +157,7 @@ def test_still_inconclusive_after_the_reruns_fails_and_says_what_would_decide(pr
 def test_xdist_gives_the_same_verdicts(proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist")
     proj.makefile(".toml", pyproject=PYPROJECT.format(extra='target = "toybot:bot"', gate=""))  # reruns on the controller
+    (proj.path / "conftest.py").unlink()  # the config's target alone (a fixture beside it is a set-up mistake)
     make_noisy(proj)
     monkeypatch.setenv("TOY_WRONG", "0,1,2,3,20,21,22,23")  # core: inconclusive (and rerun); extended: regression
     got = []

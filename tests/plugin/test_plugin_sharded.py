@@ -102,7 +102,7 @@ def test_gate_entries_apply_per_suite() -> None:
         "suites": {"core": {"single_turn": ["a.jsonl"]}, "diagnosis": {"sharded": ["s.jsonl"]},
                    "mixed": {"single_turn": ["a.jsonl"], "sharded": ["s.jsonl"]}, "bare": {}},
     })
-    assert set(cfg.gated_metrics("core")) == {"correctness"}
+    assert set(cfg.gated_metrics("core")) == {"correctness", "assertion_pass_rate"}  # (zero tolerance, where recorded)
     assert set(cfg.gated_metrics("diagnosis")) == {"sharded_gap", "unreliability"}
-    assert set(cfg.gated_metrics("mixed")) == {"correctness", "sharded_gap", "unreliability"}
-    assert set(cfg.gated_metrics("bare")) == {"correctness"}
+    assert set(cfg.gated_metrics("mixed")) == {"correctness", "assertion_pass_rate", "sharded_gap", "unreliability"}
+    assert set(cfg.gated_metrics("bare")) == {"correctness", "assertion_pass_rate"}

@@ -148,7 +148,7 @@ def ragdive_target():
     assert res.stdout.str().count("returned no retrieved contexts") == 1
     res.stdout.fnmatch_lines([
         "*note: the target returned no retrieved contexts in any of 7 answered turn(s): faithfulness, faithfulness_strict, "
-        "context_precision, context_recall, recall_at_k, mrr, ndcg_at_k are not applicable (None)*"
+        "context_precision, context_recall, recall_at_k, recall_at_3, recall_at_10, mrr, ndcg_at_k are not applicable (None)*"
     ])
     data = results(toy)
     for c in data["conversations"]:

@@ -66,7 +66,7 @@ def test_the_forgetfulness_regression_names_conversations_and_turns(forgetful: R
     terminal, summary, comment = _three(forgetful)
     turn = "turn 3 answered correctly stand-alone but wrongly in the conversation"
     assert f"core-2fa-recovery: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; {turn}" in terminal
-    assert f"`core-2fa-recovery`: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; `{turn}`" in summary
+    assert f"`core-2fa-recovery`: forgotten_turn_share 0.50, drop 0.50, 11% of the total drop; `{turn} (1 of 2 eligible turns forgotten)`" in summary
     assert "forgotten_turn_share 0.50; `turn" in comment and "answered correctly stand-alone but wrongly" in comment
 
 
