@@ -23,7 +23,7 @@ README = ROOT / "README.md"
 QUICK_START = (
     "python3.11 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "
     "(cd example_project && ../.venv/bin/pytest --ragdive-baseline=baseline.json)\n"
-    ".venv/bin/pytest\n"
+    ".venv/bin/pytest -n 2\n"
 )
 
 
