@@ -275,7 +275,7 @@ COURTESY = "Happy to help! "
 # a synonym table (benign rewording): whole words or phrases, lower case
 SYNONYMS: dict[str, str] = {
     "costs": "comes to", "must": "have to", "can": "are able to", "free of charge": "at no cost",
-    "within": "inside", "before": "ahead of", "after": "once", "need": "require", "needs": "requires",
+    "within": "inside", "before": "ahead of", "after": "following", "need": "require", "needs": "requires",
     "customers": "clients", "customer": "client", "booking": "reservation",
     "bookings": "reservations", "please": "kindly", "allowed": "permitted", "help": "assist",
 }

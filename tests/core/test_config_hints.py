@@ -26,7 +26,7 @@ def test_a_gate_of_ones_own_keeps_the_assert_checks() -> None:
     assert cfg.gate == {"correctness": 0.05, "assertion_pass_rate": 0.0}
     cfg = RagdiveConfig.model_validate({"gate": {"correctness": 0.05, "method": "band"}})
     assert cfg.gate == {"correctness": 0.05, "assertion_pass_rate": 0.0} and cfg.gate_policy.method == "band"
-    assert RagdiveConfig.model_validate({"gate": {"method": "band"}}).gate["answer_f1"] == 0.03  # the defaults
+    assert RagdiveConfig.model_validate({"gate": {"method": "band"}}).gate["correctness"] == 0.03  # the defaults
 
 
 def test_a_metric_added_after_the_baseline_says_so() -> None:

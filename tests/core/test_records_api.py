@@ -73,17 +73,17 @@ def test_assert_no_regression_lists_every_bad_metric() -> None:
     bl = Baseline(
         suites={
             "core": {
-                "answer_f1": BaselineMetric(mean=0.8, min=0.78, max=0.82, tolerance=0.02),
-                "forgetfulness": BaselineMetric(mean=0.1, min=0.1, max=0.1, direction="lower", tolerance=0.05),
+                "correctness": BaselineMetric(mean=0.8, min=0.78, max=0.82, tolerance=0.02),
+                "forgotten_turn_share": BaselineMetric(mean=0.1, min=0.1, max=0.1, direction="lower", tolerance=0.05),
             }
         }
     )
-    good = SuiteResult(suite="core", metrics={"answer_f1": MetricValue(value=0.77), "forgetfulness": MetricValue(value=0.14)})
+    good = SuiteResult(suite="core", metrics={"correctness": MetricValue(value=0.77), "forgotten_turn_share": MetricValue(value=0.14)})
     assert len(assert_no_regression(good, bl)) == 2
-    bad = SuiteResult(suite="core", metrics={"answer_f1": MetricValue(value=0.70), "forgetfulness": MetricValue(value=0.3)})
+    bad = SuiteResult(suite="core", metrics={"correctness": MetricValue(value=0.70), "forgotten_turn_share": MetricValue(value=0.3)})
     with pytest.raises(AssertionError) as e:
         assert_no_regression(bad, bl)
-    assert "core/answer_f1" in str(e.value) and "core/forgetfulness" in str(e.value)
+    assert "core/correctness" in str(e.value) and "core/forgotten_turn_share" in str(e.value)
     with pytest.raises(AssertionError, match="not in the baseline"):
         assert_no_regression(SuiteResult(suite="extended"), bl)
 

@@ -29,21 +29,21 @@ def _bm(mean: float, tol: float = 0.0, direction: str = "higher") -> BaselineMet
 
 def test_ungated_metrics_are_not_gated() -> None:
     """exact_match is in the baseline (every metric is) but not in the gate: it may move."""
-    bl = Baseline(suites={"core": {"answer_f1": _bm(0.80, 0.03), "exact_match": _bm(0.40)}})
-    moved = SuiteResult(suite="core", metrics={"answer_f1": MetricValue(value=0.79), "exact_match": MetricValue(value=0.389)})
+    bl = Baseline(suites={"core": {"correctness": _bm(0.80, 0.03), "exact_match": _bm(0.40)}})
+    moved = SuiteResult(suite="core", metrics={"correctness": MetricValue(value=0.79), "exact_match": MetricValue(value=0.389)})
     rows = assert_no_regression(moved, bl)
-    assert [r.metric for r in rows] == ["answer_f1"] and rows[0].verdict == "pass"
+    assert [r.metric for r in rows] == ["correctness"] and rows[0].verdict == "pass"
     # named explicitly, it is gated (at its stored tolerance, 0)
     with pytest.raises(AssertionError, match=r"core/exact_match .*REGRESSION"):
         assert_no_regression(moved, bl, ["exact_match"])
 
 
 def test_the_gates_tolerances_apply() -> None:
-    bl = Baseline(suites={"core": {"answer_f1": _bm(0.80, 0.0)}})  # recorded without a tolerance
-    res = SuiteResult(suite="core", metrics={"answer_f1": MetricValue(value=0.75)})
-    with pytest.raises(AssertionError, match="answer_f1"):
-        assert_no_regression(res, bl)  # default gate: answer_f1 = 0.03
-    cfg = RagdiveConfig.model_validate({"gate": {"answer_f1": 0.1}})
+    bl = Baseline(suites={"core": {"correctness": _bm(0.80, 0.0)}})  # recorded without a tolerance
+    res = SuiteResult(suite="core", metrics={"correctness": MetricValue(value=0.75)})
+    with pytest.raises(AssertionError, match="correctness"):
+        assert_no_regression(res, bl)  # default gate: correctness = 0.03
+    cfg = RagdiveConfig.model_validate({"gate": {"correctness": 0.1}})
     assert assert_no_regression(res, bl, config=cfg)[0].tolerance == 0.1
 
 
