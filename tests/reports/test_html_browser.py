@@ -108,9 +108,9 @@ def test_forgetfulness_regression(pages: dict[str, tuple[RunOutcome, Path]], tmp
     outcome, path = pages["forgetfulness"]
     with Browser() as b:
         layout = _open(b, path)
-        assert "core/forgetfulness" in str(layout["headline"]) and float(layout["headline_bottom"]) < 800  # type: ignore[arg-type]
+        assert "core/forgotten_turn_share" in str(layout["headline"]) and float(layout["headline_bottom"]) < 800  # type: ignore[arg-type]
         _keep(b.screenshot(tmp_path / "3-forgetfulness-regression.png"))
-        row = b.js("(() => { const r = document.querySelector('tr[data-metric=forgetfulness]'); r.scrollIntoView();"
+        row = b.js("(() => { const r = document.querySelector('tr[data-metric=forgotten_turn_share]'); r.scrollIntoView();"
                    " return r.querySelector('.where').innerText; })()")
         assert "core-2fa-recovery (turn 3)" in row and "correctly stand-alone but wrongly in the conversation" in row
         _keep(b.screenshot(tmp_path / "3b-forgetfulness-row.png"))
