@@ -17,10 +17,10 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from ..core.config import RagdiveConfig, find_config_file, load_config, read_config_file
-from ..core.errors import ConfigError, UsageError
-from ..llm.redact import missing_key
+from ..core.config import RagdiveConfig
+from ..core.errors import UsageError
 from ..sources import drafting
+from .llm_config import command_config
 from .review_export import COLUMNS, review_rows
 
 
@@ -59,25 +59,7 @@ def build_parser_defaults(**values: Any) -> argparse.Namespace:
 
 def draft_config(args: argparse.Namespace, base: Path, need_key: bool = True) -> RagdiveConfig:
     """The project's ragdive config with the flags on top; the drafter at temperature 0."""
-    file = find_config_file([base], str(args.config) if args.config is not None else None)
-    data = read_config_file(file) if file is not None else {}
-    llm: dict[str, Any] = dict(data.get("llm") or {})
-    llm["simulator"] = {**dict(llm.get("simulator") or {}), "temperature": 0.0}
-    for key, value in (("api_base", args.api_base), ("api_key_env", args.api_key_env), ("transport", args.transport)):
-        if value is not None:
-            llm[key] = value
-    overrides: dict[str, Any] = {"llm": llm, "model": args.model, "record_mode": args.record_mode}
-    if args.cache_dir is not None:
-        overrides["cache_dir"] = str((base / args.cache_dir).resolve())
-    cfg = load_config(file, overrides, default_dir=base)
-    if not cfg.role_model("simulator"):
-        raise ConfigError(
-            "ragdive draft-golden needs a model: --model MODEL, or model = ... in "
-            + (str(file) if file is not None else "[tool.ragdive] (no ragdive config found here)")
-        )
-    if need_key and not cfg.record_mode.replay_only and (problem := missing_key(cfg)):
-        raise ConfigError(f"ragdive draft-golden: {problem}")
-    return cfg
+    return command_config(args, base, "draft-golden", need_key)
 
 
 def inert(cell: str) -> str:

@@ -12,13 +12,11 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
-from ..core.config import RagdiveConfig, find_config_file, load_config, read_config_file
-from ..core.errors import ConfigError
-from ..llm.redact import missing_key
+from ..core.config import RagdiveConfig
 from ..sharded.helper import propose, read_inputs
 from ..sharded.questions import ShardedQuestion, read_sharded
+from .llm_config import command_config
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str = "shard") -> None:
@@ -39,26 +37,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str = "shard") -> None:
 def shard_config(args: argparse.Namespace) -> RagdiveConfig:
     """The project's ragdive config, as the plugin reads it (model, ``[tool.ragdive.llm]``,
     cache), with the command's flags on top; the simulator at temperature 0."""
-    cwd = Path.cwd()
-    file = find_config_file([cwd], str(args.config) if args.config is not None else None)
-    data = read_config_file(file) if file is not None else {}
-    llm: dict[str, Any] = dict(data.get("llm") or {})
-    llm["simulator"] = {**dict(llm.get("simulator") or {}), "temperature": 0.0}
-    for key, value in (("api_base", args.api_base), ("api_key_env", args.api_key_env), ("transport", args.transport)):
-        if value is not None:
-            llm[key] = value
-    overrides: dict[str, Any] = {"llm": llm, "model": args.model, "record_mode": args.record_mode}
-    if args.cache_dir is not None:
-        overrides["cache_dir"] = str((cwd / args.cache_dir).resolve())
-    cfg = load_config(file, overrides, default_dir=cwd)
-    if not cfg.role_model("simulator"):
-        raise ConfigError(
-            "ragdive shard needs a model: --model MODEL, or model = ... in "
-            + (str(file) if file is not None else "[tool.ragdive] (no ragdive config found here)")
-        )
-    if not cfg.record_mode.replay_only and (problem := missing_key(cfg)):
-        raise ConfigError(f"ragdive shard: {problem}")
-    return cfg
+    return command_config(args, Path.cwd(), "shard")
 
 
 def run(args: argparse.Namespace) -> int:
