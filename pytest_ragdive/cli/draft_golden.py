@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.config import RagdiveConfig
 from ..core.errors import UsageError
+from ..reports.csv_inert import inert_cell
 from ..sources import drafting
 from .llm_config import command_config
 from .review_export import COLUMNS, review_rows
@@ -62,18 +63,12 @@ def draft_config(args: argparse.Namespace, base: Path, need_key: bool = True) ->
     return command_config(args, base, "draft-golden", need_key)
 
 
-def inert(cell: str) -> str:
-    """A CSV cell a spreadsheet shows as text: one starting like a formula (``=``, ``+``,
-    ``-``, ``@``, a tab or carriage return) gets a leading apostrophe."""
-    return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
-
-
 def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         w.writeheader()
-        w.writerows({k: inert(v) for k, v in r.items()} for r in rows)
+        w.writerows({k: inert_cell(v) for k, v in r.items()} for r in rows)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..core.errors import ReviewError
 from ..core.records import Conversation, Document
+from ..reports.csv_inert import inert_cell
 from ..reports.result_files import read_conversations
 from ..sources.drafting import PROMPT_DOC_CHARS
 from ..sources.golden import ScriptedConversation
@@ -111,16 +112,6 @@ def write_review(path: Path, rows: list[dict[str, str]], force: bool = False) ->
         w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         w.writeheader()
         w.writerows({k: inert_cell(v) for k, v in r.items()} for r in rows)
-
-
-#: what a spreadsheet reads as the start of a formula (OWASP's list: = + - @, tab, carriage return)
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def inert_cell(value: str) -> str:
-    """A CSV cell a spreadsheet shows as text: one that starts like a formula gets a leading
-    ``'`` (the bot's answer ``=HYPERLINK(...)`` is read as the text it is)."""
-    return "'" + value if value.startswith(_FORMULA_START) else value
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str = "") -> None:

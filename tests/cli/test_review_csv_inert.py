@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from pytest_ragdive.cli.review_export import COLUMNS, inert_cell, write_review
+from pytest_ragdive.cli.review_export import COLUMNS, write_review
+from pytest_ragdive.reports.csv_inert import inert_cell
 
 
 def test_formula_like_cells_are_neutralised(tmp_path: Path) -> None:
@@ -18,3 +19,4 @@ def test_formula_like_cells_are_neutralised(tmp_path: Path) -> None:
         got = [r["answer"] for r in csv.DictReader(fh)]
     assert got == ["'" + a for a in evil[:-1]] + ["plain = text"]
     assert inert_cell("turn") == "turn" and inert_cell("") == ""
+    assert inert_cell("-3") == "-3" and inert_cell("-0.25") == "-0.25"  # a plain number stays a number

@@ -219,10 +219,11 @@ def test_init_draft_from_drafts_the_core_set(project: Path, capsys: pytest.Captu
 
 
 def test_review_cells_that_look_like_formulas_stay_text() -> None:
-    from pytest_ragdive.cli.draft_golden import inert
+    from pytest_ragdive.reports.csv_inert import inert_cell
 
-    assert [inert(c) for c in ("=HYPERLINK(1)", "+1", "-2", "@a", "\tx", "plain", "")] == [
-        "'=HYPERLINK(1)", "'+1", "'-2", "'@a", "'\tx", "plain", ""]
+    cells = ("=HYPERLINK(1)", "+1+cmd", "-2+3", "@a", "\tx", "plain", "", "-2", "+1.5", "-2 euros")
+    assert [inert_cell(c) for c in cells] == [
+        "'=HYPERLINK(1)", "'+1+cmd", "'-2+3", "'@a", "'\tx", "plain", "", "-2", "+1.5", "'-2 euros"]
 
 
 def test_a_drafters_reply_is_normalised(tmp_path: Path) -> None:
