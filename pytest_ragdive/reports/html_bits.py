@@ -31,13 +31,14 @@ def badge(text: str) -> str:
 
 
 def table(head: list[str], rows: list[list[str]], row_classes: list[str] | None = None, css: str = "") -> str:
-    """``rows`` hold already-escaped cell HTML."""
+    """``rows`` hold already-escaped cell HTML. A table wider than the page (a metric per
+    column) scrolls inside its own box, so the page never scrolls sideways."""
     attr = f' class="{css}"' if css else ""
-    out = [f"<table{attr}><thead><tr>", *(f"<th>{e(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    out = [f'<div class="tw"><table{attr}><thead><tr>', *(f"<th>{e(h)}</th>" for h in head), "</tr></thead><tbody>"]
     for i, r in enumerate(rows):
         c = row_classes[i] if row_classes else ""
         out.append(f'<tr class="{e(c)}">' + "".join(r) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 

@@ -56,6 +56,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[RunOutcom
         ("pass", example_outcome(history="full", markup=False)),
         ("faithfulness", example_outcome(history="full", reader="memory", markup=False)),
         ("forgetfulness", example_outcome(history="none", markup=False)),
+        ("attacks", example_outcome(history="full", suite="attacks", markup=False)),
     ):
         out[name] = (outcome, write_html(tmp_path_factory.mktemp(name), outcome))
     return out
@@ -69,6 +70,19 @@ def test_passing_run(pages: dict[str, tuple[RunOutcome, Path]], tmp_path: Path) 
         assert str(layout["headline"]).startswith("ragdive gate passed: 10 gated metric(s)")
         assert b.js("document.querySelectorAll('table.gate tr.row-bad').length") == 0
         _keep(b.screenshot(tmp_path / "1-passing-run.png"))
+
+
+def test_a_table_with_a_metric_per_column_scrolls_in_its_box(
+    pages: dict[str, tuple[RunOutcome, Path]], tmp_path: Path
+) -> None:
+    """The attacks suite's by-role table has a column per metric (about 4,000 px): it scrolls
+    inside its own box, the page does not scroll sideways (``_open`` checks the width)."""
+    _, path = pages["attacks"]
+    with Browser() as b:
+        _open(b, path, "#roles")
+        widths = b.js("[...document.querySelectorAll('#roles ~ .tw')].map(d => [d.scrollWidth, d.clientWidth])")
+        assert widths and max(w for w, _ in widths) > 1280 and all(c <= 1280 for _, c in widths), widths
+        _keep(b.screenshot(tmp_path / "4-attacks-by-role.png"))
 
 
 def test_faithfulness_regression(pages: dict[str, tuple[RunOutcome, Path]], tmp_path: Path) -> None:
