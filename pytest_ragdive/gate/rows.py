@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from ..core.records import Conversation
 from ..core.results import Baseline, BaselineMetric, SuiteResult
 from ..metrics.registry import ARROW, METRICS
-from .comparable import not_comparable
+from .comparable import ELIGIBLE_METRICS, kept_not_comparable, not_comparable
 from .paired import PairedResult, Pairing, Table, alpha_for_look, baseline_table, decide, pair, paired_tests, table
 from .power import Moved, Power, power_of, spread, unstable, worse
 
@@ -412,6 +412,9 @@ def check(
             if row.verdict == "improvement" and row.metric in METRICS:
                 why = not_comparable(row.metric, METRICS[row.metric].level, res.metrics.get(row.metric), res.runs,
                                      stored.get(row.metric))
+                if not why and row.metric in ELIGIBLE_METRICS:
+                    why = kept_not_comparable(row.metric, stored.get(row.metric), (c for c in all_convs if c.suite == suite),
+                                              row.tolerance, row.direction)
                 if why:
                     row.verdict, row.not_comparable = "pass", why
         rows += mine

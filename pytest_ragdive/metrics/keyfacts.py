@@ -18,7 +18,11 @@ For one fact of the reference (an asserted unit) and the answer's asserted units
   best matches it (at least half of its terms) negates one of its terms: a "not" right
   before it, within two terms ("is refundable" against "is not refundable"; "If you
   have no backup codes, request recovery" does not negate "Request recovery"). A
-  contradicted fact counts as not covered at all.
+  contradicted fact counts as not covered at all. The determiner "no" negates the noun
+  it introduces, not the predicate: its scope is that one term ("can be cancelled at no
+  cost up to 2 hours" negates "cost", not "up", and does not contradict "can be
+  cancelled free of charge up to 2 hours"; "with no projector" still contradicts "with
+  a projector").
 
 :func:`key_share` is the share of the fact's key terms present (1.0 for a fact with
 none, 0.0 when contradicted); coverage multiplies each fact's coverage by it
@@ -32,13 +36,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text import match_terms
+from .text import _SEPARATORS_RE, STOPWORDS, _term, match_terms, normalize_answer
 from .windows import exact_terms
 
 __all__ = ["KeyCheck", "key_check", "key_share"]
 
 NOT = "not"
 NEGATION_SCOPE = 2  # terms after a "not" that it negates ("is not refundable", "never expires")
+# terms after the determiner "no" that it negates: the noun it introduces ("no refunds", "with no
+# projector"), not what follows the noun phrase ("cancelled at no cost up to 2 hours": not "up")
+DETERMINER_SCOPE = 1
 # a currency or percent sign stuck to a number (before or after it), and the unit it stands for
 _SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "%": "percent"}
 _SIGN_RE = re.compile(r"([$€£¥])\s?(\d[\d,.]*)|(\d[\d,.]*)\s?([%€$£])")
@@ -61,9 +68,26 @@ class _Unit:
     negated: frozenset[str]  # the terms right after a "not" (its scope: the next two terms)
 
 
+def _terms_with_scope(text: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The match terms of ``text`` (``text.match_terms``) and, per term, how many terms after
+    it it negates: ``NEGATION_SCOPE`` after a negation of the predicate ("not", "never",
+    "don't"), ``DETERMINER_SCOPE`` after the determiner "no", 0 after any other term."""
+    seq: list[str] = []
+    scope: list[int] = []
+    for raw in normalize_answer(_SEPARATORS_RE.sub(" ", text)).split():
+        if raw in STOPWORDS:
+            continue
+        term = _term(raw)
+        if term in STOPWORDS:
+            continue
+        seq.append(term)
+        scope.append(0 if term != NOT else DETERMINER_SCOPE if raw == "no" else NEGATION_SCOPE)
+    return tuple(seq), tuple(scope)
+
+
 @lru_cache(maxsize=4096)
 def _read(text: str) -> _Unit:
-    seq = match_terms(text)
+    seq, scope = _terms_with_scope(text)
     numbers: dict[str, set[str]] = {}
     for i, term in enumerate(seq):
         if _is_number(term):
@@ -74,7 +98,7 @@ def _read(text: str) -> _Unit:
         sign, num = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         for term in match_terms(num):
             numbers.setdefault(term, set()).add(_unit_term(_SIGNS[sign]))
-    negated = {t for i, term in enumerate(seq) if term == NOT for t in seq[i + 1:i + 1 + NEGATION_SCOPE]}
+    negated = {t for i, n in enumerate(scope) if n for t in seq[i + 1:i + 1 + n]}
     return _Unit(frozenset(seq), {n: frozenset(u) for n, u in numbers.items()}, frozenset(negated) - {NOT})
 
 
