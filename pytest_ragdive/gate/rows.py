@@ -28,7 +28,18 @@ from ..core.records import Conversation
 from ..core.results import Baseline, BaselineMetric, SuiteResult
 from ..metrics.registry import ARROW, METRICS
 from .comparable import ELIGIBLE_METRICS, kept_not_comparable, not_comparable
-from .paired import PairedResult, Pairing, Table, alpha_for_look, baseline_table, decide, pair, paired_tests, table
+from .paired import (
+    PairedResult,
+    Pairing,
+    Table,
+    alpha_for_look,
+    baseline_table,
+    decide,
+    pair,
+    paired_tests,
+    table,
+    varies,
+)
 from .power import Moved, Power, power_of, spread, unstable, worse
 
 EPS = 1e-9
@@ -434,12 +445,14 @@ def paired_rows(
     what stays is its pairing (three numbers a conversation) and what power needs."""
     pairings: dict[str, Pairing] = {}
     powers: dict[str, Callable[[int], Power]] = {}
+    sampled = False  # some metric's value of some conversation differs between runs of one side
     for r in rows:
         bm = stored.get(r.metric)
         if not pairable(r.metric) or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
             continue
         base = baseline_table(bm)
         cur = current(r.metric)
+        sampled = sampled or varies(base) or varies(cur)
         p = pair(base, cur, r.direction)
         r.method, r.new, r.missing = "band+paired", p.new, p.missing
         r.runs = max((len(v) for v in cur.values()), default=1)
@@ -448,6 +461,10 @@ def paired_rows(
             pairings[r.metric] = p
             powers[r.metric] = power_of(base, r.tolerance, alpha)
             r.unstable = unstable(spread(base), unstable_spread)
+    if sampled:  # the target (or its judge) samples: a difference is not known without error
+        for p in pairings.values():
+            if p.noise_free and abs(p.drop or 0.0) > EPS:
+                p.noise_free = False
     tested = paired_tests(pairings, {r.metric: r.tolerance for r in rows}, alpha)
     noisy = max(1, sum(not t.noise_free for t in tested.values()))
     for r in rows:
