@@ -93,12 +93,13 @@ Why it has the properties the gate promises:
   value repeats exactly within each side (and some side has two runs), the
   paired difference is known without error (``L = U = D``, no bootstrap),
   and the table gives exactly the band's verdict. That needs the chatbot to
-  repeat, not one metric: when any gated metric of the suite varies between
+  repeat, not one metric: when a gated metric of the answers varies between
   the runs of either side (a chatbot that samples, or its judge), no
-  difference is taken as known without error, only the absence of one (a
-  sampled bot's share of forgotten turns can repeat over five baseline runs
-  by chance and then read as a sure drop in a single current run:
-  ``gate.rows.paired_rows``).
+  difference of a metric of the answers is taken as known without error,
+  only the absence of one; when a retrieval metric varies, no difference of
+  any metric (a sampled bot's share of forgotten turns can repeat over five
+  baseline runs by chance and then read as a sure drop in a single current
+  run: ``gate.rows.paired_rows``).
 """
 
 from __future__ import annotations

@@ -432,6 +432,13 @@ def check(
     return rows
 
 
+def _part(metric: str) -> str:
+    """The part of the target a metric reads: ``retrieval`` (the retrieved contexts alone) or
+    ``answers`` (everything else)."""
+    spec = METRICS.get(metric)
+    return "retrieval" if spec is not None and spec.dimension == "retrieval" else "answers"
+
+
 def paired_rows(
     rows: list[GateRow],
     stored: dict[str, BaselineMetric],
@@ -445,14 +452,17 @@ def paired_rows(
     what stays is its pairing (three numbers a conversation) and what power needs."""
     pairings: dict[str, Pairing] = {}
     powers: dict[str, Callable[[int], Power]] = {}
-    sampled = False  # some metric's value of some conversation differs between runs of one side
+    # the parts of the target that sample: a metric whose value of some conversation differs
+    # between the runs of one side shows that its retrieval, or its answers, vary
+    sampled: set[str] = set()
     for r in rows:
         bm = stored.get(r.metric)
         if not pairable(r.metric) or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
             continue
         base = baseline_table(bm)
         cur = current(r.metric)
-        sampled = sampled or varies(base) or varies(cur)
+        if varies(base) or varies(cur):
+            sampled.add(_part(r.metric))
         p = pair(base, cur, r.direction)
         r.method, r.new, r.missing = "band+paired", p.new, p.missing
         r.runs = max((len(v) for v in cur.values()), default=1)
@@ -461,10 +471,11 @@ def paired_rows(
             pairings[r.metric] = p
             powers[r.metric] = power_of(base, r.tolerance, alpha)
             r.unstable = unstable(spread(base), unstable_spread)
-    if sampled:  # the target (or its judge) samples: a difference is not known without error
-        for p in pairings.values():
-            if p.noise_free and abs(p.drop or 0.0) > EPS:
-                p.noise_free = False
+    # where the target (or its judge) samples, a difference is not known without error: a
+    # metric of the answers when the answers vary, any metric when the retrieval does
+    for m, p in pairings.items():
+        if p.noise_free and abs(p.drop or 0.0) > EPS and ("retrieval" in sampled or _part(m) in sampled):
+            p.noise_free = False
     tested = paired_tests(pairings, {r.metric: r.tolerance for r in rows}, alpha)
     noisy = max(1, sum(not t.noise_free for t in tested.values()))
     for r in rows:

@@ -47,13 +47,12 @@ cross-validation over the MTRAG human ratings chose inside its training folds
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from .keyfacts import key_share
+from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
 from .windows import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
@@ -335,9 +334,6 @@ def _fact_evidence(
     return tuple(FactEvidence(f, len(_terms(f)), lexicals[i], cosines[i], key_share(f, units)) for i, f in enumerate(keep))
 
 
-#: where a hedge, an opener or an aside ends inside an answer unit: a comma, semicolon, colon
-#: or dash ("and" too was tried: it splits "black and white" and lowered agreement with people)
-_STRETCH_RE = re.compile(r"(\s*(?:,|;|:|\s[-\u2013\u2014])\s+)")
 #: pieces of one unit whose every contiguous stretch is a window (more: single pieces and pairs)
 CLAUSE_RUNS = 4
 
@@ -350,7 +346,7 @@ def clause_windows(unit: str, index: int) -> list[Window]:
     compared with the stretch that states it, not with the hedge around it too: the
     embedding of a whole sentence is the mean of all its words, so a reworded fact inside a
     hedge would lose to the hedge's words where the same fact alone would not."""
-    parts = _STRETCH_RE.split(unit)  # piece, separator, piece, ...
+    parts = STRETCH_RE.split(unit)  # piece, separator, piece, ...
     n = (len(parts) + 1) // 2
     if n < 2:
         return []

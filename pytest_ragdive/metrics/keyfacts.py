@@ -22,7 +22,10 @@ For one fact of the reference (an asserted unit) and the answer's asserted units
   it introduces, not the predicate: its scope is that one term ("can be cancelled at no
   cost up to 2 hours" negates "cost", not "up", and does not contradict "can be
   cancelled free of charge up to 2 hours"; "with no projector" still contradicts "with
-  a projector").
+  a projector"). The contradiction is looked for in the answer units and in the
+  stretches between their commas, which ever hold most of the fact: "needs 40 minutes,
+  and whitening is not part of a cleaning" does not contradict "A cleaning takes 40
+  minutes".
 
 :func:`key_share` is the share of the fact's key terms present (1.0 for a fact with
 none, 0.0 when contradicted); coverage multiplies each fact's coverage by it
@@ -39,7 +42,7 @@ from functools import lru_cache
 from .text import _SEPARATORS_RE, STOPWORDS, _term, match_terms, normalize_answer
 from .windows import exact_terms
 
-__all__ = ["KeyCheck", "key_check", "key_share"]
+__all__ = ["STRETCH_RE", "KeyCheck", "key_check", "key_share", "stretches"]
 
 NOT = "not"
 NEGATION_SCOPE = 2  # terms after a "not" that it negates ("is not refundable", "never expires")
@@ -158,8 +161,23 @@ def key_check(fact: str, answer_units: tuple[str, ...]) -> KeyCheck:
             missing.append(NOT)
         contradicted = False
     else:
+        # the stretches between a unit's commas count too: "needs 40 minutes, and whitening is
+        # not part of a cleaning" does not negate "A cleaning takes 40 minutes" (the first
+        # stretch holds as many of its terms as the whole unit, and negates none)
+        pieces = [_read(p) for u in answer_units if len(stretches(u)) > 1 for p in stretches(u)]
+        best = _best_units(f, [*units, *pieces])
         contradicted = bool(best) and all(u.negated & f.terms for u in best)
     return KeyCheck(tuple(keys), tuple(missing), contradicted)
+
+
+#: where a hedge, an opener or an aside ends inside a sentence: a comma, semicolon, colon or dash
+STRETCH_RE = re.compile(r"(\s*(?:,|;|:|\s[-\u2013\u2014])\s+)")
+
+
+@lru_cache(maxsize=4096)
+def stretches(unit: str) -> tuple[str, ...]:
+    """The pieces of ``unit`` between its commas (semicolons, colons, dashes), stripped."""
+    return tuple(p.strip() for p in STRETCH_RE.split(unit)[::2] if p.strip())
 
 
 def _stuck(u: _Unit) -> frozenset[str]:

@@ -95,3 +95,12 @@ def test_the_determiner_no_negates_its_noun_not_the_predicate() -> None:
     assert key_check("Every room comes with a projector.", ("Every room comes with no projector.",)).contradicted
     assert key_check("The deposit is refundable.", ("The deposit is not refundable.",)).contradicted
     assert not key_check("The deposit is refundable.", ("The deposit is refundable.",)).contradicted
+
+
+def test_a_negation_in_another_stretch_of_the_sentence_is_no_contradiction() -> None:
+    merged = "A cleaning by the hygienist is priced at 70 euros and needs 40 minutes, and whitening is not part of a cleaning."
+    assert not key_check("A cleaning takes 40 minutes.", (merged,)).contradicted
+    value = correctness(merged, "A cleaning takes 40 minutes.")
+    assert value is not None and value >= CORRECTNESS_THRESHOLD
+    # a negation the whole sentence puts on the fact still counts, asides or not
+    assert key_check("The deposit is refundable within 14 days.", ("The deposit, sadly, is not refundable within 14 days.",)).contradicted
