@@ -192,3 +192,17 @@ def test_a_sampled_bot_s_constant_metric_is_not_known_without_error() -> None:
     same = [c(f"c{i:02d}", 0, 0.6 if i % 2 else 1.0, 0.0) for i in range(N)]
     rows = check({"core": aggregate("core", same, n_boot=10)}, base, GATE, convs=same)
     assert next(r for r in rows if r.metric == "forgetfulness").paired.noise_free  # type: ignore[union-attr]
+
+
+def test_a_sampled_bot_s_deterministic_retrieval_stays_known_without_error() -> None:
+    # the answers vary between runs, the retrieval does not: a retrieval drop is exact
+    gate_ = {"correctness": 0.03, "recall_at_k": 0.03}
+
+    def c(cid: str, run: int, correct: float, recall: float) -> Conversation:
+        return scored(cid, run, correctness=[correct], recall_at_k=[recall])
+
+    base = baseline_of([c(f"c{i:02d}", r, 0.6 if (i + r) % 2 else 1.0, 1.0) for i in range(N) for r in range(4)], gate_)
+    now = [c(f"c{i:02d}", 0, 0.6 if i % 2 else 1.0, 0.0 if i < 3 else 1.0) for i in range(N)]
+    rows = check({"core": aggregate("core", now, n_boot=10)}, base, gate_, convs=now)
+    row = next(r for r in rows if r.metric == "recall_at_k")
+    assert row.paired is not None and row.paired.noise_free and row.verdict == "regression"
