@@ -410,6 +410,9 @@ class Conversation(Record):
     validation: ValidationStats | None = None  # generated: the validator's counts
     judge_calls: JudgeCalls | None = None  # LLM-judged: the judge calls made
     sharded: ShardedInfo | None = None  # sharded diagnosis: question, condition and outcome
+    # the forgetfulness probe: the turns (0-based) answered correctly stand-alone, the ones its
+    # share is taken over (None where the probe did not run); the gate checks a baseline's are kept
+    eligible_turns: list[int] | None = None
     meta: dict[str, Any] = Field(default_factory=dict)  # free for users; the plugin never reads it
 
     @property

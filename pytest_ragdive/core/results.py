@@ -94,6 +94,7 @@ class SuiteResult(Record):
 BaselineFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
 
+MAX_TURN = 10_000  # the largest turn index a baseline's eligible turns may name
 BASELINE_FORMAT = 2  # 2: per-conversation values per gated metric; 1: bands only
 
 
@@ -194,6 +195,10 @@ class BaselineMetric(Record):
     # over the conversation's scored turns. None in format-1 files.
     # Held compactly (:class:`RunValues`).
     conversations: RunValues | None = None
+    # the forgetfulness probe's metrics: conversation id -> one list per baseline run of the
+    # turns (0-based) the value was taken over (answered correctly stand-alone); left out of
+    # the file elsewhere, None in files recorded before (:mod:`pytest_ragdive.gate.comparable`)
+    eligible: dict[str, list[list[Annotated[int, Field(ge=0, le=MAX_TURN, strict=True)]]]] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> BaselineMetric:
@@ -202,6 +207,9 @@ class BaselineMetric(Record):
         cv = self.conversations
         if cv and cv.runs != self.runs:
             raise ValueError(f"conversation {cv.ids[0]!r} has {cv.runs} run value(s), expected runs = {self.runs}")
+        for cid, runs in (self.eligible or {}).items():
+            if len(runs) != self.runs:
+                raise ValueError(f"eligible turns of conversation {cid!r}: {len(runs)} run(s), expected runs = {self.runs}")
         return self
 
     def band(self, tolerance: float | None = None) -> tuple[float, float]:

@@ -19,6 +19,7 @@ from ..core.paths import atomic_open, read_input
 from ..core.records import Conversation
 from ..core.results import BASELINE_FORMAT, Baseline, BaselineMetric, CustomMetric, SuiteResult
 from ..metrics.registry import BUILTINS, METRICS, TWIN_OF
+from .comparable import ELIGIBLE_METRICS
 from .paired import conversation_value
 from .rows import Method, pairable
 
@@ -135,6 +136,7 @@ def build_baseline(
                 direction=METRICS[name].direction,
                 tolerance=gate.get(gated, 0.0) if gated else 0.0,
                 conversations=_per_conversation(mine, name, runs) if paired and len(runs) == len(vals) else None,
+                eligible=_eligible(mine, runs) if paired and len(runs) == len(vals) and name in ELIGIBLE_METRICS else None,
             )
         suites[suite] = metrics
     held = {name for metrics in suites.values() for name in metrics if name not in BUILTINS}
@@ -153,6 +155,17 @@ def build_baseline(
         created=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         suites=dict(sorted(suites.items())),
     )
+
+
+def _eligible(convs: list[Conversation], runs: list[int]) -> dict[str, list[list[int]]] | None:
+    """Per conversation the probe ran on, its eligible turns in each run ([] where a run did
+    not probe it); None when the probe ran on none."""
+    out: dict[str, list[list[int]]] = {}
+    pos = {r: i for i, r in enumerate(runs)}
+    for c in sorted(convs, key=lambda c: (c.id, c.run)):
+        if c.error is None and c.eligible_turns is not None:
+            out.setdefault(c.id, [[] for _ in runs])[pos[c.run]] = sorted(c.eligible_turns)
+    return out or None
 
 
 def _per_conversation(convs: list[Conversation], metric: str, runs: list[int]) -> dict[str, list[tuple[float | None, int]]]:
@@ -176,7 +189,7 @@ def dumps_baseline(baseline: Baseline) -> str:
         if not isinstance(obj, dict) or not obj:
             return json.dumps(obj, allow_nan=False, separators=(", ", ": "))
         pad = "  " * (depth + 1)
-        one_line = key == "conversations"  # the only key of that name: a metric's per-conversation values
+        one_line = key in ("conversations", "eligible")  # a metric's per-conversation values, eligible turns
         items = [
             f"{pad}{json.dumps(k)}: " + (json.dumps(v, allow_nan=False, separators=(", ", ": ")) if one_line else dump(v, depth + 1, k))
             for k, v in sorted(obj.items())
@@ -184,6 +197,10 @@ def dumps_baseline(baseline: Baseline) -> str:
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
 
     data = baseline.model_dump(mode="json")
+    for metrics in data.get("suites", {}).values():
+        for metric in metrics.values():
+            if metric.get("eligible") is None:
+                metric.pop("eligible", None)  # only the probe's metrics have eligible turns
     if not data.get("custom_metrics"):
         data.pop("custom_metrics", None)  # a baseline of built-in metrics reads as it always did
     return dump(data, 0) + "\n"

@@ -92,7 +92,14 @@ Why it has the properties the gate promises:
 - *A deterministic chatbot reduces to the band*: when every conversation's
   value repeats exactly within each side (and some side has two runs), the
   paired difference is known without error (``L = U = D``, no bootstrap),
-  and the table gives exactly the band's verdict.
+  and the table gives exactly the band's verdict. That needs the chatbot to
+  repeat, not one metric: when a gated metric of the answers varies between
+  the runs of either side (a chatbot that samples, or its judge), no
+  difference of a metric of the answers is taken as known without error,
+  only the absence of one; when a retrieval metric varies, no difference of
+  any metric (a sampled bot's share of forgotten turns can repeat over five
+  baseline runs by chance and then read as a sure drop in a single current
+  run: ``gate.rows.paired_rows``).
 """
 
 from __future__ import annotations
@@ -218,6 +225,11 @@ def pooled(values: Sequence[ConvValue]) -> tuple[float, float]:
 
 def _constant(values: Sequence[ConvValue]) -> bool:
     return max(v.value for v in values) - min(v.value for v in values) <= EPS
+
+
+def varies(side: Table) -> bool:
+    """Whether some conversation's value differs between the runs of one side."""
+    return any(len(v) > 1 and not _constant(v) for v in side.values())
 
 
 def pair(baseline: Table, current: Table, direction: str) -> Pairing:

@@ -27,8 +27,19 @@ from pydantic import BaseModel, Field
 from ..core.records import Conversation
 from ..core.results import Baseline, BaselineMetric, SuiteResult
 from ..metrics.registry import ARROW, METRICS
-from .comparable import not_comparable
-from .paired import PairedResult, Pairing, Table, alpha_for_look, baseline_table, decide, pair, paired_tests, table
+from .comparable import ELIGIBLE_METRICS, kept_not_comparable, not_comparable
+from .paired import (
+    PairedResult,
+    Pairing,
+    Table,
+    alpha_for_look,
+    baseline_table,
+    decide,
+    pair,
+    paired_tests,
+    table,
+    varies,
+)
 from .power import Moved, Power, power_of, spread, unstable, worse
 
 EPS = 1e-9
@@ -412,10 +423,20 @@ def check(
             if row.verdict == "improvement" and row.metric in METRICS:
                 why = not_comparable(row.metric, METRICS[row.metric].level, res.metrics.get(row.metric), res.runs,
                                      stored.get(row.metric))
+                if not why and row.metric in ELIGIBLE_METRICS:
+                    why = kept_not_comparable(row.metric, stored.get(row.metric), (c for c in all_convs if c.suite == suite),
+                                              row.tolerance, row.direction)
                 if why:
                     row.verdict, row.not_comparable = "pass", why
         rows += mine
     return rows
+
+
+def _part(metric: str) -> str:
+    """The part of the target a metric reads: ``retrieval`` (the retrieved contexts alone) or
+    ``answers`` (everything else)."""
+    spec = METRICS.get(metric)
+    return "retrieval" if spec is not None and spec.dimension == "retrieval" else "answers"
 
 
 def paired_rows(
@@ -431,12 +452,17 @@ def paired_rows(
     what stays is its pairing (three numbers a conversation) and what power needs."""
     pairings: dict[str, Pairing] = {}
     powers: dict[str, Callable[[int], Power]] = {}
+    # the parts of the target that sample: a metric whose value of some conversation differs
+    # between the runs of one side shows that its retrieval, or its answers, vary
+    sampled: set[str] = set()
     for r in rows:
         bm = stored.get(r.metric)
         if not pairable(r.metric) or bm is None or not bm.conversations or r.verdict not in ("pass", "regression", "improvement"):
             continue
         base = baseline_table(bm)
         cur = current(r.metric)
+        if varies(base) or varies(cur):
+            sampled.add(_part(r.metric))
         p = pair(base, cur, r.direction)
         r.method, r.new, r.missing = "band+paired", p.new, p.missing
         r.runs = max((len(v) for v in cur.values()), default=1)
@@ -445,6 +471,11 @@ def paired_rows(
             pairings[r.metric] = p
             powers[r.metric] = power_of(base, r.tolerance, alpha)
             r.unstable = unstable(spread(base), unstable_spread)
+    # where the target (or its judge) samples, a difference is not known without error: a
+    # metric of the answers when the answers vary, any metric when the retrieval does
+    for m, p in pairings.items():
+        if p.noise_free and abs(p.drop or 0.0) > EPS and ("retrieval" in sampled or _part(m) in sampled):
+            p.noise_free = False
     tested = paired_tests(pairings, {r.metric: r.tolerance for r in rows}, alpha)
     noisy = max(1, sum(not t.noise_free for t in tested.values()))
     for r in rows:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from .keyfacts import key_share
+from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
 from .windows import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
@@ -323,14 +323,52 @@ def _fact_evidence(
         have |= _terms(u)
     lexicals = [len(_terms(f) & have) / len(_terms(f)) for f in keep]
     ask = [i for i in range(len(keep)) if semantic and not (only_unsure and lexicals[i] >= 1.0)]
-    # one source for all the answer's units (adjacent ones pair up); the span counts units
-    windows = windows_of([(0, i, i + 1, u) for i, u in enumerate(answer_units) if _terms(u)]) if ask else []
+    # one source for all the answer's units (adjacent ones pair up), and the comma-separated
+    # stretches inside a unit (:func:`clause_windows`); the span counts units
+    windows = coverage_windows(answer_units) if ask else []
     cosines: list[float | None] = [None] * len(keep)
     asked = [keep[i] for i in ask]
     for i, (cos, _) in zip(ask, guarded_best(asked, [exact_terms(f) for f in asked], windows), strict=True):
         cosines[i] = cos
     units = tuple(answer_units)
     return tuple(FactEvidence(f, len(_terms(f)), lexicals[i], cosines[i], key_share(f, units)) for i, f in enumerate(keep))
+
+
+#: pieces of one unit whose every contiguous stretch is a window (more: single pieces and pairs)
+CLAUSE_RUNS = 4
+
+
+def clause_windows(unit: str, index: int) -> list[Window]:
+    """The stretches of one answer unit between its commas (semicolons, colons, dashes):
+    each piece, and each run of adjacent pieces shorter than the unit (more than
+    ``CLAUSE_RUNS`` pieces: each piece and each pair), as windows of unit ``index``. A fact
+    stated inside a longer sentence ("As far as I can tell, a day pass costs 14 euros") is
+    compared with the stretch that states it, not with the hedge around it too: the
+    embedding of a whole sentence is the mean of all its words, so a reworded fact inside a
+    hedge would lose to the hedge's words where the same fact alone would not."""
+    parts = STRETCH_RE.split(unit)  # piece, separator, piece, ...
+    n = (len(parts) + 1) // 2
+    if n < 2:
+        return []
+    longest = n - 1 if n <= CLAUSE_RUNS else 2
+    out = []
+    for size in range(1, longest + 1):
+        for a in range(n - size + 1):
+            text = "".join(parts[2 * a:2 * (a + size) - 1]).strip()
+            terms = _terms(text)
+            if terms:
+                out.append(Window(0, index, index + 1, text, terms))
+    return out
+
+
+def coverage_windows(answer_units: Sequence[str]) -> list[Window]:
+    """The windows an answer offers a reference fact: each unit, each pair of adjacent
+    units, and the comma-separated stretches inside each unit (:func:`clause_windows`)."""
+    units = [(i, u) for i, u in enumerate(answer_units) if _terms(u)]
+    out = windows_of([(0, i, i + 1, u) for i, u in units])
+    for i, u in units:
+        out += clause_windows(u, i)
+    return out
 
 
 def coverage_of(facts: Sequence[FactEvidence], rule: Rule) -> float:

@@ -18,7 +18,14 @@ For one fact of the reference (an asserted unit) and the answer's asserted units
   best matches it (at least half of its terms) negates one of its terms: a "not" right
   before it, within two terms ("is refundable" against "is not refundable"; "If you
   have no backup codes, request recovery" does not negate "Request recovery"). A
-  contradicted fact counts as not covered at all.
+  contradicted fact counts as not covered at all. The determiner "no" negates the noun
+  it introduces, not the predicate: its scope is that one term ("can be cancelled at no
+  cost up to 2 hours" negates "cost", not "up", and does not contradict "can be
+  cancelled free of charge up to 2 hours"; "with no projector" still contradicts "with
+  a projector"). The contradiction is looked for in the answer units and in the
+  stretches between their commas, which ever hold most of the fact: "needs 40 minutes,
+  and whitening is not part of a cleaning" does not contradict "A cleaning takes 40
+  minutes".
 
 :func:`key_share` is the share of the fact's key terms present (1.0 for a fact with
 none, 0.0 when contradicted); coverage multiplies each fact's coverage by it
@@ -32,13 +39,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text import match_terms
+from .text import _SEPARATORS_RE, STOPWORDS, _term, match_terms, normalize_answer
 from .windows import exact_terms
 
-__all__ = ["KeyCheck", "key_check", "key_share"]
+__all__ = ["STRETCH_RE", "KeyCheck", "key_check", "key_share", "stretches"]
 
 NOT = "not"
 NEGATION_SCOPE = 2  # terms after a "not" that it negates ("is not refundable", "never expires")
+# terms after the determiner "no" that it negates: the noun it introduces ("no refunds", "with no
+# projector"), not what follows the noun phrase ("cancelled at no cost up to 2 hours": not "up")
+DETERMINER_SCOPE = 1
 # a currency or percent sign stuck to a number (before or after it), and the unit it stands for
 _SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "%": "percent"}
 _SIGN_RE = re.compile(r"([$€£¥])\s?(\d[\d,.]*)|(\d[\d,.]*)\s?([%€$£])")
@@ -61,9 +71,26 @@ class _Unit:
     negated: frozenset[str]  # the terms right after a "not" (its scope: the next two terms)
 
 
+def _terms_with_scope(text: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The match terms of ``text`` (``text.match_terms``) and, per term, how many terms after
+    it it negates: ``NEGATION_SCOPE`` after a negation of the predicate ("not", "never",
+    "don't"), ``DETERMINER_SCOPE`` after the determiner "no", 0 after any other term."""
+    seq: list[str] = []
+    scope: list[int] = []
+    for raw in normalize_answer(_SEPARATORS_RE.sub(" ", text)).split():
+        if raw in STOPWORDS:
+            continue
+        term = _term(raw)
+        if term in STOPWORDS:
+            continue
+        seq.append(term)
+        scope.append(0 if term != NOT else DETERMINER_SCOPE if raw == "no" else NEGATION_SCOPE)
+    return tuple(seq), tuple(scope)
+
+
 @lru_cache(maxsize=4096)
 def _read(text: str) -> _Unit:
-    seq = match_terms(text)
+    seq, scope = _terms_with_scope(text)
     numbers: dict[str, set[str]] = {}
     for i, term in enumerate(seq):
         if _is_number(term):
@@ -74,7 +101,7 @@ def _read(text: str) -> _Unit:
         sign, num = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         for term in match_terms(num):
             numbers.setdefault(term, set()).add(_unit_term(_SIGNS[sign]))
-    negated = {t for i, term in enumerate(seq) if term == NOT for t in seq[i + 1:i + 1 + NEGATION_SCOPE]}
+    negated = {t for i, n in enumerate(scope) if n for t in seq[i + 1:i + 1 + n]}
     return _Unit(frozenset(seq), {n: frozenset(u) for n, u in numbers.items()}, frozenset(negated) - {NOT})
 
 
@@ -134,8 +161,23 @@ def key_check(fact: str, answer_units: tuple[str, ...]) -> KeyCheck:
             missing.append(NOT)
         contradicted = False
     else:
+        # the stretches between a unit's commas count too: "needs 40 minutes, and whitening is
+        # not part of a cleaning" does not negate "A cleaning takes 40 minutes" (the first
+        # stretch holds as many of its terms as the whole unit, and negates none)
+        pieces = [_read(p) for u in answer_units if len(stretches(u)) > 1 for p in stretches(u)]
+        best = _best_units(f, [*units, *pieces])
         contradicted = bool(best) and all(u.negated & f.terms for u in best)
     return KeyCheck(tuple(keys), tuple(missing), contradicted)
+
+
+#: where a hedge, an opener or an aside ends inside a sentence: a comma, semicolon, colon or dash
+STRETCH_RE = re.compile(r"(\s*(?:,|;|:|\s[-\u2013\u2014])\s+)")
+
+
+@lru_cache(maxsize=4096)
+def stretches(unit: str) -> tuple[str, ...]:
+    """The pieces of ``unit`` between its commas (semicolons, colons, dashes), stripped."""
+    return tuple(p.strip() for p in STRETCH_RE.split(unit)[::2] if p.strip())
 
 
 def _stuck(u: _Unit) -> frozenset[str]:

@@ -122,6 +122,9 @@ def apply_forgetfulness_probe(conv: Conversation, rule: Rule = COVERAGE_RULE) ->
 
     - ``conv.scores["forgetfulness"]``, ``["forgotten_turn_share"]`` and ``["context_retention"]``;
     - the flag ``"forgetful"`` on each forgetful turn (and on no other turn);
+    - ``conv.eligible_turns``: the probed turns answered correctly stand-alone (None when
+      no turn was probed), which a baseline keeps so that the gate can tell a bot that
+      forgets less from one that answers fewer turns stand-alone (:mod:`pytest_ragdive.gate.comparable`);
     - ``conv.verdicts["forgetfulness"]`` and ``["forgotten_turn_share"]``, Verdicts whose
       reason names the forgetful turn indexes (set for multi-turn conversations only).
     """
@@ -132,6 +135,7 @@ def apply_forgetfulness_probe(conv: Conversation, rule: Rule = COVERAGE_RULE) ->
         t.flags = [f for f in t.flags if f != FORGETFUL_FLAG]
         if id(t) in forgetful:
             t.flags.append(FORGETFUL_FLAG)
+    conv.eligible_turns = list(res.standalone_correct) if res.probed else None
     conv.scores["forgetfulness"] = res.forgetfulness
     conv.scores["forgotten_turn_share"] = res.forgotten_turn_share
     conv.scores["context_retention"] = res.context_retention

@@ -168,3 +168,41 @@ def test_rerun_plans_repeat_the_conversations_that_ran_with_later_run_numbers(tm
     row = gate(baseline_noisy(), [first])
     assert suites_to_rerun([row, row.model_copy(update={"suite": "extended", "verdict": "pass"})]) == ["core"]
     assert suites_to_rerun([gate(baseline_noisy(), [first], look=2)]) == []
+
+
+def test_a_sampled_bot_s_constant_metric_is_not_known_without_error() -> None:
+    # correctness varies between the baseline's runs (the bot samples); forgetfulness happened
+    # to repeat in all four. Two conversations of twenty forget in a single current run: a
+    # difference a deterministic bot would show for sure, a sampled one by chance
+    def c(cid: str, run: int, correct: float, forgot: float) -> Conversation:
+        return scored(cid, run, correctness=[correct], safety_pass_rate=[1.0], conversation_scores={"forgetfulness": forgot})
+
+    base = make([c(f"c{i:02d}", r, 0.6 if (i + r) % 2 else 1.0, 0.0) for i in range(N) for r in range(4)])
+    now = [c(f"c{i:02d}", 0, 0.6 if i % 2 else 1.0, 1.0 if i < 2 else 0.0) for i in range(N)]
+    rows = check({"core": aggregate("core", now, n_boot=10)}, base, GATE, convs=now)
+    row = next(r for r in rows if r.metric == "forgetfulness")
+    assert row.band_verdict == "regression" and row.paired is not None
+    assert not row.paired.noise_free and not row.paired.significant and row.verdict == "inconclusive"
+    # the same bot deterministic (correctness repeats): the difference is known, a regression
+    det = make([c(f"c{i:02d}", r, 0.6 if i % 2 else 1.0, 0.0) for i in range(N) for r in range(4)])
+    rows = check({"core": aggregate("core", now, n_boot=10)}, det, GATE, convs=now)
+    row = next(r for r in rows if r.metric == "forgetfulness")
+    assert row.paired is not None and row.paired.noise_free and row.verdict == "regression"
+    # no difference at all stays known without error in a sampled suite (and out of Holm's family)
+    same = [c(f"c{i:02d}", 0, 0.6 if i % 2 else 1.0, 0.0) for i in range(N)]
+    rows = check({"core": aggregate("core", same, n_boot=10)}, base, GATE, convs=same)
+    assert next(r for r in rows if r.metric == "forgetfulness").paired.noise_free  # type: ignore[union-attr]
+
+
+def test_a_sampled_bot_s_deterministic_retrieval_stays_known_without_error() -> None:
+    # the answers vary between runs, the retrieval does not: a retrieval drop is exact
+    gate_ = {"correctness": 0.03, "recall_at_k": 0.03}
+
+    def c(cid: str, run: int, correct: float, recall: float) -> Conversation:
+        return scored(cid, run, correctness=[correct], recall_at_k=[recall])
+
+    base = baseline_of([c(f"c{i:02d}", r, 0.6 if (i + r) % 2 else 1.0, 1.0) for i in range(N) for r in range(4)], gate_)
+    now = [c(f"c{i:02d}", 0, 0.6 if i % 2 else 1.0, 0.0 if i < 3 else 1.0) for i in range(N)]
+    rows = check({"core": aggregate("core", now, n_boot=10)}, base, gate_, convs=now)
+    row = next(r for r in rows if r.metric == "recall_at_k")
+    assert row.paired is not None and row.paired.noise_free and row.verdict == "regression"

@@ -57,3 +57,50 @@ def test_a_missing_name_costs_its_fact() -> None:
 def test_a_fact_without_key_terms_is_covered_as_before() -> None:
     ref = "Refunds go back to the original payment method."
     assert key_check(ref, ("Refunds go back to the card you paid with.",)).share == 1.0
+
+
+DAY_PASS = "A day pass for all zones costs 14 euros."
+HEDGE = "As far as I can tell from our published information, "
+
+
+def test_a_rewording_inside_a_hedge_that_keeps_the_key_facts_stays_correct() -> None:
+    # "costs" -> "comes to" inside a hedging sentence: the sentence's embedding is diluted by
+    # the hedge, the stretch after the comma states the fact (grounding.clause_windows)
+    plain = correctness(HEDGE + "a day pass for all zones costs 14 euros.", DAY_PASS)
+    reworded = correctness(HEDGE + "a day pass for all zones comes to 14 euros.", DAY_PASS)
+    assert plain == 1.0
+    assert reworded is not None and reworded >= 0.97
+    ticket = "A single ticket within zone A costs 3.20 euros."
+    value = correctness(HEDGE + "a single ticket inside zone A comes to 3.20 euros.", ticket)
+    assert value is not None and value >= 0.95
+
+
+def test_a_wrong_number_inside_a_hedge_is_still_not_correct() -> None:
+    assert correctness(HEDGE + "a day pass for all zones comes to 28 euros.", DAY_PASS) == 0.0
+    assert correctness(HEDGE + "a day pass for all zones costs 28 euros.", DAY_PASS) == 0.0
+    value = correctness(HEDGE + "a day pass for zone A costs 14 euros, and a week pass 40 euros.",
+                        "A week pass costs 45 euros.")
+    assert value is not None and value < CORRECTNESS_THRESHOLD
+
+
+def test_the_determiner_no_negates_its_noun_not_the_predicate() -> None:
+    free = "Rooms can be cancelled free of charge up to 2 hours before the start."
+    idiom = "Rooms are booked in the app and are able to be cancelled at no cost up to 2 hours ahead of the start"
+    check = key_check(free, (idiom,))
+    assert not check.contradicted and check.missing == ()
+    value = correctness(idiom, free)
+    assert value is not None and value >= CORRECTNESS_THRESHOLD
+    # a "no" still negates its noun, and "not" its predicate
+    assert key_check("Cancellation costs 5 euros.", ("Cancellation is possible at no cost.",)).contradicted
+    assert key_check("Every room comes with a projector.", ("Every room comes with no projector.",)).contradicted
+    assert key_check("The deposit is refundable.", ("The deposit is not refundable.",)).contradicted
+    assert not key_check("The deposit is refundable.", ("The deposit is refundable.",)).contradicted
+
+
+def test_a_negation_in_another_stretch_of_the_sentence_is_no_contradiction() -> None:
+    merged = "A cleaning by the hygienist is priced at 70 euros and needs 40 minutes, and whitening is not part of a cleaning."
+    assert not key_check("A cleaning takes 40 minutes.", (merged,)).contradicted
+    value = correctness(merged, "A cleaning takes 40 minutes.")
+    assert value is not None and value >= CORRECTNESS_THRESHOLD
+    # a negation the whole sentence puts on the fact still counts, asides or not
+    assert key_check("The deposit is refundable within 14 days.", ("The deposit, sadly, is not refundable within 14 days.",)).contradicted
