@@ -285,6 +285,7 @@ class OpenAIHTTPTransport:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.prices = PriceMap()
         self._env: _EnvRoute | None = None
+        self._lean: Any = None  # the .http11 pool, when this URL needs nothing aiohttp alone does
 
     def supports_schema(self, model: str) -> bool:
         return True
@@ -293,6 +294,8 @@ class OpenAIHTTPTransport:
         return self.base
 
     def reset_loop(self) -> None:
+        if self._lean is not None:
+            self._lean.reset()
         old, self._session = self._session, None
         if old is not None and not old.closed:
             try:  # its loop is gone: close the sockets without it
@@ -302,9 +305,26 @@ class OpenAIHTTPTransport:
                 pass
 
     async def aclose(self) -> None:
+        if self._lean is not None:
+            await self._lean.aclose()
         s, self._session = self._session, None
         if s is not None and not s.closed:
             await s.close()
+
+    def _pool(self, api_key: str | None) -> Any:
+        """The lean HTTP/1.1 pool (:mod:`.http11`) for this request, or None when it needs
+        aiohttp: a proxy from the environment, ``~/.netrc`` credentials (sent when no key is),
+        credentials in the URL, or a scheme other than http(s)."""
+        env = self._env
+        if env is None:
+            env = self._env = _EnvRoute.of(self.url)
+        if env.proxy is not None or env.trust_env or (env.netrc_auth is not None and not api_key):
+            return None
+        if self._lean is None:
+            from .http11 import Pool, lean_url
+
+            self._lean = Pool(self.url) if lean_url(self.url) else False
+        return self._lean or None
 
     def _get_session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -323,10 +343,32 @@ class OpenAIHTTPTransport:
         return self._session
 
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
+        name = api_model_name(model)
+        body = json.dumps({"model": name, "messages": req.messages, **req.params}).encode("utf-8")
+        pool = self._pool(api_key)
+        if pool is not None:
+            from .http11 import HTTPError
+
+            try:
+                reply = await pool.post(body, api_key)
+            except asyncio.CancelledError:
+                raise
+            except (HTTPError, OSError) as e:
+                raise _Transient(f"connection error: {type(e).__name__}: {e}", unreachable=True) from None
+            status, raw = reply.status, reply.body
+            if 300 <= status < 400:
+                where = reply.headers.get("location")
+                to = f" to {redact_location(where)}" if where else ""
+                raise _Fatal(f"HTTP {status}: a redirect{to}, not followed (the request and its key go "
+                             "to llm.api_base only: set it to the final URL)", status)
+            retry_after = _retry_after(reply.headers) if status == 429 else None
+        else:
+            status, raw, retry_after = await self._send_aiohttp(body, api_key)
+        return self._reply(model, name, status, raw, retry_after)
+
+    async def _send_aiohttp(self, body: bytes, api_key: str | None) -> tuple[int, bytes, float | None]:
         import aiohttp
 
-        name = api_model_name(model)
-        body = {"model": name, "messages": req.messages, **req.params}
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -339,7 +381,7 @@ class OpenAIHTTPTransport:
         if env.netrc_auth is not None and not api_key:
             extra["auth"] = env.netrc_auth
         try:
-            async with session.post(self.url, data=json.dumps(body), headers=headers, **extra) as r:
+            async with session.post(self.url, data=body, headers=headers, **extra) as r:
                 status = r.status
                 raw = await r.read()
                 retry_after = _retry_after(r.headers) if status == 429 else None
@@ -347,6 +389,9 @@ class OpenAIHTTPTransport:
             raise
         except (aiohttp.ClientError, OSError) as e:
             raise _Transient(f"connection error: {type(e).__name__}: {e}", unreachable=True) from None
+        return status, raw, retry_after
+
+    def _reply(self, model: str, name: str, status: int, raw: bytes, retry_after: float | None) -> CachedResponse:
         if status >= 400:
             detail = raw[:300].decode("utf-8", "replace")
             try:
@@ -375,3 +420,10 @@ class OpenAIHTTPTransport:
             cost_usd=self.prices.cost(model, pt, ct),
             created=time.time(),
         )
+
+
+def redact_location(url: str) -> str:
+    """A redirect's target for a message: no user info, query values masked."""
+    from .redact import redact_url
+
+    return redact_url(url)
