@@ -28,6 +28,47 @@ OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 _STRIP_PREFIXES = ("openai/", "hosted_vllm/")
 
 
+@dataclass(frozen=True)
+class Provider:
+    """An OpenAI-compatible provider that ``transport = "auto"`` reaches over the lean path,
+    resolved as litellm resolves it: ``llm.api_base``, else the provider's base variable,
+    else its public URL; the key from ``llm.api_key_env``, else the first set of its key
+    variables (litellm's names). tests/llm/test_provider_routes.py checks both against
+    litellm's own ``get_llm_provider`` where litellm is installed."""
+
+    default_base: str
+    base_env: str
+    key_envs: tuple[str, ...]
+
+    def base(self, api_base: str | None) -> str:
+        return api_base or os.environ.get(self.base_env) or self.default_base
+
+
+#: provider prefix -> where litellm sends its models (providers whose chat API is OpenAI's,
+#: without request rewriting in litellm that a plain OpenAI request would miss)
+PROVIDERS: dict[str, Provider] = {
+    "groq": Provider("https://api.groq.com/openai/v1", "GROQ_API_BASE", ("GROQ_API_KEY",)),
+    "together_ai": Provider(
+        "https://api.together.ai/v1", "TOGETHER_AI_API_BASE",
+        ("TOGETHER_API_KEY", "TOGETHER_AI_API_KEY", "TOGETHERAI_API_KEY", "TOGETHER_AI_TOKEN"),
+    ),
+    "deepseek": Provider("https://api.deepseek.com/beta", "DEEPSEEK_API_BASE", ("DEEPSEEK_API_KEY",)),
+    "openrouter": Provider("https://openrouter.ai/api/v1", "OPENROUTER_API_BASE", ("OPENROUTER_API_KEY", "OR_API_KEY")),
+    "fireworks_ai": Provider(
+        "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_BASE",
+        ("FIREWORKS_API_KEY", "FIREWORKS_AI_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
+    ),
+    "deepinfra": Provider("https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_BASE", ("DEEPINFRA_API_KEY",)),
+    "cerebras": Provider("https://api.cerebras.ai/v1", "CEREBRAS_API_BASE", ("CEREBRAS_API_KEY",)),
+}
+
+
+def provider_of(model: str) -> str | None:
+    """The :data:`PROVIDERS` prefix of ``model`` (``groq/llama-3.1-8b`` -> ``groq``), else None."""
+    prefix, sep, _ = model.partition("/")
+    return prefix if sep and prefix in PROVIDERS else None
+
+
 def _retry_after(headers: Any) -> float | None:
     """Seconds from Retry-After / retry-after-ms headers (a number or an HTTP date)."""
     if not headers:
@@ -90,16 +131,26 @@ class Transport(Protocol):
 
 def transport_for(configured: str, model: str) -> str:
     """The transport a model's calls take: ``auto`` sends OpenAI-compatible models
-    (``openai/``, ``hosted_vllm/``) over the lean HTTP path, the others through litellm."""
+    (``openai/``, ``hosted_vllm/`` and the providers of :data:`PROVIDERS`: ``groq/``,
+    ``together_ai/``, ...) over the lean HTTP path, the others through litellm."""
     if configured != "auto":
         return configured
-    return "openai_http" if model.startswith(_STRIP_PREFIXES) else "litellm"
+    return "openai_http" if model.startswith(_STRIP_PREFIXES) or provider_of(model) else "litellm"
 
 
-def make_transport(name: str, api_base: str | None, concurrency: int) -> Transport:
-    """The transport called ``name`` (``litellm`` or ``openai_http``)."""
+def route_of(configured: str, model: str) -> tuple[str, str | None]:
+    """(transport, provider): the provider of :data:`PROVIDERS` whose endpoint and key the
+    lean path uses for ``model`` (only with ``auto``: an explicit ``openai_http`` sends the
+    model name as written to ``api_base``, which a LiteLLM proxy expects)."""
+    name = transport_for(configured, model)
+    return name, provider_of(model) if name == "openai_http" and configured == "auto" else None
+
+
+def make_transport(name: str, api_base: str | None, concurrency: int, provider: str | None = None) -> Transport:
+    """The transport called ``name`` (``litellm`` or ``openai_http``; with ``provider``, the
+    lean path to that provider of :data:`PROVIDERS`)."""
     if name == "openai_http":
-        return OpenAIHTTPTransport(api_base, concurrency)
+        return OpenAIHTTPTransport(api_base, concurrency, provider)
     return LiteLLMTransport(api_base)
 
 
@@ -227,8 +278,11 @@ def _import_litellm() -> Any:
     return litellm
 
 
-def api_model_name(model: str) -> str:
-    """The model name an OpenAI-compatible endpoint expects (``openai/x`` -> ``x``)."""
+def api_model_name(model: str, provider: str | None = None) -> str:
+    """The model name an OpenAI-compatible endpoint expects (``openai/x`` -> ``x``; with
+    ``provider``, ``groq/x`` -> ``x``, ``openrouter/vendor/x`` -> ``vendor/x``)."""
+    if provider is not None and model.startswith(provider + "/"):
+        return model[len(provider) + 1 :]
     for p in _STRIP_PREFIXES:
         if model.startswith(p):
             return model[len(p) :]
@@ -273,9 +327,17 @@ class _EnvRoute:
 class OpenAIHTTPTransport:
     name = "openai_http"
 
-    def __init__(self, api_base: str | None, concurrency: int) -> None:
+    def __init__(self, api_base: str | None, concurrency: int, provider: str | None = None) -> None:
         # as litellm does for openai/ models: the configured base, else the environment's
-        base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
+        self.provider = provider
+        self.key_envs: tuple[str, ...] = ("OPENAI_API_KEY",)
+        if provider is not None:
+            route = PROVIDERS[provider]
+            base = route.base(api_base)
+            self.key_envs = route.key_envs
+        else:
+            base = (api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+                    or OPENAI_DEFAULT_BASE)
         self.base = base
         # the path appended, a query string (?api-version=..., ?api-key=...) kept
         parts = urllib.parse.urlsplit(base)
@@ -343,7 +405,7 @@ class OpenAIHTTPTransport:
         return self._session
 
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
-        name = api_model_name(model)
+        name = api_model_name(model, self.provider)
         body = json.dumps({"model": name, "messages": req.messages, **req.params}).encode("utf-8")
         pool = self._pool(api_key)
         if pool is not None:
