@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
 from .cache import LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
-from .keys import CachedResponse, key_extra
+from .keys import CachedResponse, canonical_json, key_extra
 from .redact import Secrets, run_secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
@@ -115,6 +115,7 @@ class LLMClient:
         self._sender = Sender(cfg, self.retry, self.secrets, self._stats)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        self._schema_texts: dict[type[BaseModel], str] = {}  # canonical JSON of each, for keys
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
         self._heartbeats: Heartbeats | None = None  # of the running loop
@@ -147,6 +148,15 @@ class LLMClient:
         if js is None:
             js = self._schemas[schema] = schema.model_json_schema()
         return js
+
+    def _schema_text(self, call: Call) -> str | None:
+        """``canonical_json`` of the call's schema, made once per schema (the cache key's largest part)."""
+        if call.schema is None or call.json_schema is None:
+            return None
+        text = self._schema_texts.get(call.schema)
+        if text is None or self._schemas.get(call.schema) is not call.json_schema:
+            text = self._schema_texts[call.schema] = canonical_json(call.json_schema)
+        return text
 
     def _sampling(self, role: str, seed: int | None) -> tuple[float, int | None]:
         rm = getattr(self.cfg.llm, role)
@@ -372,6 +382,7 @@ class LLMClient:
             prompt_id=call.prompt_id,
             prompt_version=call.prompt_version,
             extra=key_extra(repair, call.max_tokens, call.key_tag),
+            schema_text=self._schema_text(call),
         )
         (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call))
         if shared:

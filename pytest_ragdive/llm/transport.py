@@ -109,6 +109,17 @@ class Request:
     messages: list[dict[str, Any]]
     params: dict[str, Any]  # temperature, seed, response_format
     mode: str | None  # resolved structured mode, None for text
+    #: ``json.dumps(params["response_format"])``, made once per schema (.structured), or None
+    format_text: str | None = None
+
+    def body(self, model: str) -> bytes:
+        """The JSON body of the request for ``model`` (the response format's text reused)."""
+        params, fmt = self.params, self.format_text
+        if fmt is None or "response_format" not in params:
+            return json.dumps({"model": model, "messages": self.messages, **params}).encode("utf-8")
+        rest = json.dumps({k: v for k, v in params.items() if k != "response_format"})[1:-1]
+        head = json.dumps({"model": model, "messages": self.messages})[:-1]
+        return f'{head},{rest + "," if rest else ""}"response_format":{fmt}}}'.encode()
 
 
 class Transport(Protocol):
@@ -406,7 +417,7 @@ class OpenAIHTTPTransport:
 
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
         name = api_model_name(model, self.provider)
-        body = json.dumps({"model": name, "messages": req.messages, **req.params}).encode("utf-8")
+        body = req.body(name)
         pool = self._pool(api_key)
         if pool is not None:
             from .http11 import HTTPError

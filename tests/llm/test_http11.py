@@ -207,3 +207,23 @@ def test_a_proxy_in_the_environment_sends_through_aiohttp(monkeypatch: pytest.Mo
     assert OpenAIHTTPTransport("http://llm.example:8000/v1", 4)._pool("sk-x") is None
     assert not lean_url("http://user:pw@llm.example/v1") and not lean_url("ftp://llm.example/v1")
     assert lean_url("https://api.openai.com/v1/chat/completions")
+
+
+def test_the_body_reuses_the_schemas_format_text_and_says_the_same() -> None:
+    from pydantic import BaseModel
+
+    from pytest_ragdive.llm.structured import build_request
+
+    class Verdict(BaseModel):
+        ok: bool
+        why: str = "é"
+
+    js = Verdict.model_json_schema()
+    for mode, seed, cap in (("json_schema", 7, 64), ("json_schema", None, None), ("json_object", None, None), (None, 1, None)):
+        req = build_request([{"role": "user", "content": "q ü"}], mode=mode, temperature=0.2, seed=seed,
+                            schema=Verdict, json_schema=js, max_tokens=cap)
+        assert (req.format_text is not None) == (mode == "json_schema")
+        want = {"model": "m", "messages": req.messages, **req.params}
+        assert json.loads(req.body("m")) == want
+    again = build_request([], mode="json_schema", temperature=0, seed=None, schema=Verdict, json_schema=js)
+    assert again.format_text is req.format_text or again.format_text == json.dumps(again.params["response_format"])
