@@ -238,7 +238,7 @@ class LLMClient:
     async def flush(self) -> None:
         """Write the answers queued for the cache now (:mod:`.writes`; ``aclose`` does it too)."""
         if self._writes is not None:
-            await self._writes.aclose()
+            await self._writes.flush()
 
     def close(self) -> None:
         """Write what is queued for the cache and close it (the HTTP session needs

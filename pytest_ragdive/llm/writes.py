@@ -105,6 +105,18 @@ class WriteBehind:
             return
         self._schedule(loop, soon=False)
 
+    async def flush(self) -> None:
+        """Write what is queued now, claims included (their callers hear as usual); in a
+        worker thread while another writer holds SQLite's lock."""
+        while True:
+            busy = self._busy
+            if busy is not None and not busy.done():
+                await asyncio.shield(busy)
+                continue
+            if not self._ops:
+                return
+            self._flush()
+
     async def aclose(self) -> None:
         """Write what is queued (awaited by the client's ``aclose`` and its loop's end)."""
         self._cancel_timers()

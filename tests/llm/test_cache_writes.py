@@ -157,3 +157,22 @@ def test_a_busy_lock_moves_the_batch_to_a_worker_thread(tmp_path: Path) -> None:
     finally:
         other.close()
         cache.close()
+
+
+def test_a_flush_mid_run_writes_claims_and_stores_and_cancels_nobody(tmp_path: Path) -> None:
+    cache = LLMCache(tmp_path)
+
+    async def main() -> tuple[CachedResponse | None, bool]:
+        writes = WriteBehind(cache)
+        claim = asyncio.create_task(writes.claim("k"))
+        await asyncio.sleep(0)
+        writes.store("s", CachedResponse(content="y"), release=False)
+        await writes.flush()
+        assert not writes._ops and writes.pending("s") is None
+        return await claim
+
+    try:
+        assert asyncio.run(main()) == (None, True)
+        assert cache.claimed("k") and cache.peek("s") == CachedResponse(content="y")
+    finally:
+        cache.close()
