@@ -72,7 +72,7 @@ _MODE_RAW = 1
 _GET = (
     "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)"
 )
-_SELECT_ROW = "SELECT expire_time, mode, filename, value FROM Cache WHERE key = ? AND raw = 1"
+_SELECT_BOTH = "SELECT key, expire_time, mode, filename, value FROM Cache WHERE key IN (?, ?) AND raw = 1"
 _DELETE_KEY = "DELETE FROM Cache WHERE key = ? AND raw = 1"
 _UPSERT = (
     "INSERT INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, mode, filename, value)"
@@ -429,17 +429,24 @@ class LLMCache:
         our lookup), else ``(None, claimed)``: :meth:`claim`'s verdict. The check and the
         claim share one transaction under :meth:`apply` (they used to be a claim, a read,
         and a release when the read found an answer)."""
-        hit = self.peek(key)
-        if hit is not None:
-            return hit, False
         sql = getattr(self._tls, "sql", None)
         if sql is None or not self.writes:
+            hit = self.peek(key)
+            if hit is not None:
+                return hit, False
             return None, self.claim(key, None, watch)
         name = PREFIX + key
+        now = time.time()
+        row = None
+        for found, *rest in sql(_SELECT_BOTH, (key, name)).fetchall():  # the answer and the marker, at once
+            if found == key:  # an answer: read as any lookup reads it (TTL, a corrupt row dropped)
+                hit = self.peek(key)
+                if hit is not None:
+                    return hit, False
+            else:
+                row = rest
         marker = new_marker()
         text = marker.dump()
-        now = time.time()
-        row = sql(_SELECT_ROW, (name,)).fetchone()
         if row is not None:  # another holder's marker: taken over when expired, stale or unreadable
             expire_time, mode, filename, held = row
             live = expire_time is None or expire_time > now

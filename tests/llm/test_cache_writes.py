@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,4 +176,26 @@ def test_a_flush_mid_run_writes_claims_and_stores_and_cancels_nobody(tmp_path: P
         assert asyncio.run(main()) == (None, True)
         assert cache.claimed("k") and cache.peek("s") == CachedResponse(content="y")
     finally:
+        cache.close()
+
+
+def test_a_claim_finds_an_answer_stored_since_the_lookup_and_respects_a_live_holder(tmp_path: Path) -> None:
+    cache = LLMCache(tmp_path)
+    other = LLMCache(tmp_path)  # another process's view of the same directory
+    answer = CachedResponse(content="stored meanwhile")
+
+    async def main() -> list[tuple[CachedResponse | None, bool]]:
+        writes = WriteBehind(cache)
+        other.set("a", answer)
+        # another host's live, fresh claim on "b"
+        live = claims_mod.Marker(host="elsewhere", pid=1, token="t", heartbeat=time.time())
+        other.db.set(claims_mod.PREFIX + "b", live.dump(), expire=60)
+        return [await writes.claim("a"), await writes.claim("b"), await writes.claim("c")]
+
+    try:
+        got = asyncio.run(main())
+        assert got == [(answer, False), (None, False), (None, True)]
+        assert not cache.claimed("a") and cache.claimed("c")
+    finally:
+        other.close()
         cache.close()
