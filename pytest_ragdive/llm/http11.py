@@ -235,6 +235,8 @@ class Pool:
 
     def request_bytes(self, body: bytes, api_key: str | None) -> bytes:
         auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        if api_key and ("\r" in api_key or "\n" in api_key):
+            raise ValueError("the API key holds a line break, which would end its header")
         try:
             return f"{self._head}{auth}Content-Length: {len(body)}\r\n\r\n".encode("latin-1") + body
         except UnicodeEncodeError:
