@@ -1,7 +1,7 @@
 """The whole plugin on the LLM path: a generated and judged suite against the
 fake server at a fixed latency, per transport and concurrency.
 
-    python benchmarks/bench_plugin_llm.py                                  # 64 x 5, 8/16/32, both transports
+    python benchmarks/bench_plugin_llm.py                                  # 64 x 5, 8/16/32/64, every transport
     python benchmarks/bench_plugin_llm.py --concurrency 32 --transports openai_http
     python benchmarks/bench_plugin_llm.py --concurrency 32,64 --judge-prompts combined   # one judge request per turn
 
@@ -11,6 +11,11 @@ built-in judges, the forgetfulness probe) against the bundled example's BM25
 bot, with :class:`pytest_ragdive.testing.FakeLLMServer` in its own process
 answering every prompt with a valid reply after ``latency`` seconds. Then it
 runs again on the same cache (the warm rerun).
+
+Transports: ``openai_http`` (the lean path, model ``openai/fake-model``), ``litellm``
+(the same model through litellm), ``auto-groq`` (model ``groq/fake-model`` with
+``transport = "auto"``: a litellm provider string that the client routes over the lean
+path itself, litellm never imported; ``llm.api_base`` points it at the fake server).
 
 "In flight" sets both bounds: ``concurrency`` (conversations in their turn
 loops) and ``llm.max_in_flight`` (requests). Columns: requests the server
@@ -158,6 +163,8 @@ CONFTEST = textwrap.dedent(
 
 def project(root: Path, url: str, transport: str, concurrency: int, conversations: int, turns: int,
             judge_prompts: str = "per_metric") -> None:
+    model = "groq/fake-model" if transport == "auto-groq" else "openai/fake-model"
+    kind = "auto" if transport == "auto-groq" else transport
     (root / "bench_target.py").write_text(TARGET.format(example=str(EXAMPLE)))
     (root / "conftest.py").write_text(CONFTEST)
     (root / "pyproject.toml").write_text(textwrap.dedent(f"""
@@ -167,7 +174,7 @@ def project(root: Path, url: str, transport: str, concurrency: int, conversation
         [tool.ragdive]
         target = "bench_target:bot"
         corpus = "{EXAMPLE / 'corpus' / 'helpcentre.jsonl'}"
-        model = "openai/fake-model"
+        model = "{model}"
         concurrency = {concurrency}
         cache_dir = "cache"
         judge_prompts = "{judge_prompts}"
@@ -175,7 +182,7 @@ def project(root: Path, url: str, transport: str, concurrency: int, conversation
         [tool.ragdive.llm]
         api_base = "{url}"
         api_key_env = "RAGDIVE_FAKE_LLM_KEY"
-        transport = "{transport}"
+        transport = "{kind}"
         max_in_flight = {concurrency}
 
         [tool.ragdive.suites.core.generated]
@@ -208,8 +215,9 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=64)
     ap.add_argument("--turns", type=int, default=5)
     ap.add_argument("--latency", type=float, default=0.1)
-    ap.add_argument("--concurrency", default="8,16,32")
-    ap.add_argument("--transports", default="openai_http,litellm")
+    ap.add_argument("--concurrency", default="8,16,32,64")
+    ap.add_argument("--transports", default="openai_http,litellm,auto-groq",
+                    help="openai_http, litellm, auto-groq (a groq/ model string routed over the lean path)")
     ap.add_argument("--judge-prompts", default="per_metric", choices=("per_metric", "combined"),
                     help="combined: one judge request per answered turn (judge_prompts)")
     args = ap.parse_args()

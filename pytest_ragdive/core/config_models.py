@@ -126,7 +126,7 @@ class LLMConfig(Strict):
     # litellm for every provider; openai_http is a lean aiohttp path for
     # OpenAI-compatible endpoints (api_base), with far less client CPU per call;
     # auto: openai_http for openai/ (and hosted_vllm/) models, litellm for the others
-    transport: Literal["auto", "litellm", "openai_http"] = "auto"  # auto: openai_http for openai/ and hosted_vllm/ models, litellm for the others
+    transport: Literal["auto", "litellm", "openai_http"] = "auto"  # auto: openai_http for openai/, hosted_vllm/ and the OpenAI-compatible providers groq/, together_ai/, deepseek/, openrouter/, fireworks_ai/, deepinfra/, cerebras/ (their endpoint and key found as litellm finds them), litellm for the others
     # per attempt; with the circuit breaker, an endpoint that accepts connections and
     # never answers ends the run in at most about breaker_failures x timeout_s (100 s)
     timeout_s: float = Field(20.0, gt=0)  # per attempt of an LLM request

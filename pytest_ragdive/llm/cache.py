@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,35 @@ __all__ = [
 
 
 R = TypeVar("R")
+
+
+# plain statements on diskcache's table (``mode`` 1: raw, inline; no file, no tag; size 0, as
+# the data-only Disk of .disk stores them). Its triggers keep the Settings counts.
+_MODE_RAW = 1
+_GET = (
+    "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)"
+)
+_SELECT_BOTH = "SELECT key, expire_time, mode, filename, value FROM Cache WHERE key IN (?, ?) AND raw = 1"
+_DELETE_KEY = "DELETE FROM Cache WHERE key = ? AND raw = 1"
+_UPSERT = (
+    "INSERT INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, mode, filename, value)"
+    " VALUES (?, 1, ?, ?, ?, 0, NULL, 0, ?, NULL, ?)"
+    " ON CONFLICT(key, raw) DO UPDATE SET store_time = excluded.store_time, expire_time = excluded.expire_time,"
+    " access_time = excluded.access_time, access_count = 0, tag = NULL, size = 0, mode = excluded.mode,"
+    " filename = NULL, value = excluded.value"
+)
+# diskcache culls up to 10 expired rows (claim markers of killed runs) on each write; once per batch here
+_CULL = (
+    "DELETE FROM Cache WHERE rowid IN (SELECT rowid FROM Cache WHERE expire_time IS NOT NULL"
+    " AND expire_time < ? ORDER BY expire_time LIMIT 10)"
+)
+
+
+def _run(op: Callable[[], Any]) -> Any:
+    try:
+        return op()
+    except Exception as e:  # noqa: BLE001 - handed to the op's caller
+        return e
 
 #: SQLite busy timeout: how long a writer waits for another process's lock
 DB_TIMEOUT_S = 30.0
@@ -278,11 +308,18 @@ class LLMCache:
         fast = self._fast
         if fast is not None and fast is not False:
             try:
-                return fast.get(key)
+                return self._fast_get(fast, key)
             except Exception as e:
                 if not is_busy(e):
                     raise
         return self.db.get(key)
+
+    @staticmethod
+    def _fast_get(fast: Any, key: str) -> Any:
+        """diskcache's ``get`` on ``fast`` without its per-call layers: one statement, then
+        the data-only Disk's checks (a pickled or file-backed row raises, as there)."""
+        row = fast._con.execute(_GET, (key, time.time())).fetchone()
+        return None if row is None else fast.disk.fetch(row[0], row[1], row[2], False)
 
     def _drop(self, key: str, why: str) -> CachedResponse | None:
         self._count("corrupt")
@@ -360,6 +397,93 @@ class LLMCache:
             if isinstance(k, str) and not k.startswith(PREFIX):
                 n += 1
         return n
+
+    # -- several writes in one transaction (.writes) -------------------------
+    def apply(self, ops: list[Callable[[], Any]]) -> list[Any]:
+        """Run ``ops`` (calls of :meth:`claim_unless_stored`, :meth:`store` and :meth:`release`)
+        in one transaction: one lock, one commit for all of them, where each alone paid
+        both; inside it, those two write with a few plain statements on diskcache's own
+        table (:data:`_UPSERT`: the same rows diskcache writes, its triggers keep its counts)
+        instead of diskcache's select-insert-cull per call, and expired rows are culled once.
+        Each op's result, or the exception it raised, in order. Inside :meth:`nowait`, a busy
+        lock raises (the batch is then run in a worker thread); a transaction that cannot be
+        had or committed otherwise runs the ops one by one through diskcache, as before."""
+        if self.unusable is None:
+            try:
+                db = self.db
+                with db.transact():
+                    self._tls.sql = sql = db._con.execute
+                    try:
+                        out = [_run(op) for op in ops]
+                        sql(_CULL, (time.time(),))
+                    finally:
+                        self._tls.sql = None
+                return out
+            except Exception as e:
+                self._raise_busy(e)
+                self._broken(e)
+        return [_run(op) for op in ops]
+
+    def claim_unless_stored(self, key: str, watch: Watch | None = None) -> tuple[CachedResponse | None, bool]:
+        """``(answer, False)`` when ``key`` holds an answer (another process stored it since
+        our lookup), else ``(None, claimed)``: :meth:`claim`'s verdict. The check and the
+        claim share one transaction under :meth:`apply` (they used to be a claim, a read,
+        and a release when the read found an answer)."""
+        sql = getattr(self._tls, "sql", None)
+        if sql is None or not self.writes:
+            hit = self.peek(key)
+            if hit is not None:
+                return hit, False
+            return None, self.claim(key, None, watch)
+        name = PREFIX + key
+        now = time.time()
+        row = None
+        for found, *rest in sql(_SELECT_BOTH, (key, name)).fetchall():  # the answer and the marker, at once
+            if found == key:  # an answer: read as any lookup reads it (TTL, a corrupt row dropped)
+                hit = self.peek(key)
+                if hit is not None:
+                    return hit, False
+            else:
+                row = rest
+        marker = new_marker()
+        text = marker.dump()
+        if row is not None:  # another holder's marker: taken over when expired, stale or unreadable
+            expire_time, mode, filename, held = row
+            live = expire_time is None or expire_time > now
+            if live and not is_stale(held if mode == _MODE_RAW and filename is None else None, watch):
+                return None, False
+        sql(_UPSERT, (name, now, now + EXPIRE_S, now, _MODE_RAW, text))
+        self._claims[key] = marker
+        self._written[key] = text
+        return None, True
+
+    def store(self, key: str, value: CachedResponse, *, release: bool = False) -> bool:
+        """:meth:`set`; with ``release``, this process's claim on ``key`` is dropped even
+        when the write failed (a claim is never left behind)."""
+        sql = getattr(self._tls, "sql", None)
+        if sql is None:
+            ok = self.set(key, value, release=release)
+            if release and not ok:
+                self.release(key)
+            return ok
+        if not self.writes:
+            return False
+        try:
+            now = time.time()
+            sql(_UPSERT, (key, now, None, now, _MODE_RAW, value.model_dump_json()))
+        except Exception as e:  # noqa: BLE001 - as set() says it
+            if not self._broken(e):
+                self._count("errors")
+                self._warn(f"write failed ({type(e).__name__}: {e}); the answer is not cached")
+                if release:
+                    self.release(key)
+            return False
+        if release:
+            sql(_DELETE_KEY, (PREFIX + key,))
+            self._claims.pop(key, None)
+            self._written.pop(key, None)
+        self._count("stores")
+        return True
 
     # -- cross-process claims (markers: .claims) ---------------------------
     def claim(self, key: str, ttl_s: float | None = None, watch: Watch | None = None) -> bool:

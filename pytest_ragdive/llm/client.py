@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
 from .cache import LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
-from .keys import CachedResponse, key_extra
+from .keys import CachedResponse, canonical_json, key_extra
 from .redact import Secrets, run_secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
@@ -45,6 +45,7 @@ from .slots import JUDGE, TURN_LOOP, priority_of
 from .stats import LLMStats, check_role
 from .structured import parse_reply, repair_messages, usable_reply
 from .transport import MAX_RETRY_AFTER_S, Transport, transport_for
+from .writes import WriteBehind
 
 if TYPE_CHECKING:
     from ..core.config import RagdiveConfig
@@ -114,9 +115,11 @@ class LLMClient:
         self._sender = Sender(cfg, self.retry, self.secrets, self._stats)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        self._schema_texts: dict[type[BaseModel], str] = {}  # canonical JSON of each, for keys
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
         self._heartbeats: Heartbeats | None = None  # of the running loop
+        self._writes: WriteBehind | None = None  # the cache's batched claims and stores, of the running loop
         # judge calls being looked up, claimed, waiting for a request slot or in flight: at most
         # JUDGE_AHEAD x max_in_flight. A finished conversation's judge fan-out is then prepared
         # as slots come free, not all at once (a burst that held up the other conversations'
@@ -145,6 +148,15 @@ class LLMClient:
         if js is None:
             js = self._schemas[schema] = schema.model_json_schema()
         return js
+
+    def _schema_text(self, call: Call) -> str | None:
+        """``canonical_json`` of the call's schema, made once per schema (the cache key's largest part)."""
+        if call.schema is None or call.json_schema is None:
+            return None
+        text = self._schema_texts.get(call.schema)
+        if text is None or self._schemas.get(call.schema) is not call.json_schema:
+            text = self._schema_texts[call.schema] = canonical_json(call.json_schema)
+        return text
 
     def _sampling(self, role: str, seed: int | None) -> tuple[float, int | None]:
         rm = getattr(self.cfg.llm, role)
@@ -177,6 +189,9 @@ class LLMClient:
             if self._heartbeats is not None:
                 self._heartbeats.stop()
             self._heartbeats = Heartbeats(self.cache, self._io) if self.cache is not None else None
+            if self._writes is not None:
+                self._writes.flush_now()  # what an old loop left queued (its end normally wrote it)
+            self._writes = WriteBehind(self.cache, io_threads=self.io_threads) if self.cache is not None else None
             self._judge_gate = asyncio.Semaphore(JUDGE_AHEAD * self.max_in_flight)
             # an async generator parked at its yield: asyncio.run() (loop.shutdown_asyncgens)
             # finalizes it before closing the loop, which closes our HTTP session in its own
@@ -209,15 +224,31 @@ class LLMClient:
     async def _close_session(self) -> None:
         if self._heartbeats is not None:
             self._heartbeats.stop()
+        if self._writes is not None:
+            try:  # the answers queued for the cache: an interrupted run loses none
+                await self._writes.aclose()
+            except Exception:  # noqa: BLE001 - a broken cache must not break the shutdown
+                pass
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT_S):
                 await self._sender.aclose()
         except Exception:  # noqa: BLE001 - best effort at shutdown
             pass
 
+    async def flush(self) -> None:
+        """Write the answers queued for the cache now (:mod:`.writes`; ``aclose`` does it too)."""
+        if self._writes is not None:
+            await self._writes.flush()
+
     def close(self) -> None:
-        """Close the cache (the HTTP session needs :meth:`aclose`); never raises."""
+        """Write what is queued for the cache and close it (the HTTP session needs
+        :meth:`aclose`); never raises."""
         if self.cache is not None:
+            try:
+                if self._writes is not None:
+                    self._writes.flush_now()
+            except Exception:  # noqa: BLE001 - a broken cache must not break the shutdown
+                pass
             try:
                 self.cache.close()
             except Exception:  # noqa: BLE001 - a broken cache must not break the shutdown
@@ -351,6 +382,7 @@ class LLMClient:
             prompt_id=call.prompt_id,
             prompt_version=call.prompt_version,
             extra=key_extra(repair, call.max_tokens, call.key_tag),
+            schema_text=self._schema_text(call),
         )
         (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call))
         if shared:
@@ -366,9 +398,11 @@ class LLMClient:
 
     async def _lead(self, key: str, messages: list[dict[str, Any]], call: Call) -> tuple[CachedResponse, bool]:
         """The first caller of a request in this process: cache, claim, fetch, store."""
-        cache = self.cache
+        cache, writes = self.cache, self._writes
         if cache is not None and cache.reads:
-            hit = cache.peek(key)
+            hit = writes.pending(key) if writes is not None else None
+            if hit is None:
+                hit = cache.peek(key)
             if hit is not None:
                 self._hit(call)
                 return self.secrets.scrub_reply(hit), True
@@ -380,8 +414,8 @@ class LLMClient:
         coordinate = cache is not None and cache.record_mode.coordinates
         heartbeats = self._heartbeats if coordinate else None
         if coordinate:
-            assert cache is not None and heartbeats is not None
-            hit, waited = await claim_or_wait(cache, key, self._io)
+            assert cache is not None and heartbeats is not None and writes is not None
+            hit, waited = await claim_or_wait(cache, key, writes.claim)
             if hit is not None:
                 self._hit(call, waited=waited)
                 return hit, True
@@ -394,9 +428,15 @@ class LLMClient:
             self._check_budget()
             resp = await self._sender.fetch(messages, call)
             if cache is not None and usable_reply(call.schema, resp):
-                # stored at once (an interrupted run repeats no finished call), and our claim dropped;
-                # a structured reply that does not parse is never stored (a rerun asks again)
-                released = await self._io(cache.set, key, resp, release=coordinate)
+                # queued for the next cache transaction (.writes: written at the latest when the
+                # client closes, so an interrupted run repeats no finished call), our claim
+                # dropped with it; a structured reply that does not parse is never stored (a
+                # rerun asks again)
+                if writes is not None:
+                    writes.store(key, resp, release=coordinate)
+                    released = True
+                else:
+                    released = await self._io(cache.set, key, resp, release=coordinate)
             return resp, False
         finally:
             if heartbeats is not None:
@@ -406,7 +446,9 @@ class LLMClient:
                 cache.release(key)
 
     async def _store(self, key: str, resp: CachedResponse) -> None:
-        if self.cache is not None:
+        if self._writes is not None:
+            self._writes.store(key, resp)
+        elif self.cache is not None:
             await self._io(self.cache.set, key, resp)
 
     async def _forget_invalid(self, calls: list[tuple[str, bool]]) -> None:

@@ -23,6 +23,7 @@ CLAIM_POLL_S = 0.05
 
 R = TypeVar("R")
 IO = Callable[..., Awaitable[Any]]
+Claim = Callable[[str, Watch], Awaitable[tuple[CachedResponse | None, bool]]]
 
 
 class SingleFlight(Generic[R]):
@@ -68,27 +69,27 @@ class SingleFlight(Generic[R]):
                 fut.exception()  # mark retrieved: no "never retrieved" noise
 
 
-async def claim_or_wait(cache: LLMCache, key: str, io: IO) -> tuple[CachedResponse | None, bool]:
+async def claim_or_wait(cache: LLMCache, key: str, claim: Claim) -> tuple[CachedResponse | None, bool]:
     """(answer, waited): another process's stored answer, or (None, ...) once
     this process holds the claim on ``key`` (it must then fetch, store and
     release; :class:`Heartbeats` keeps the claim alive meanwhile). A stale
-    claim is taken over (:mod:`.claims`). ``io`` runs the cache's blocking
-    writes (in a worker thread)."""
+    claim is taken over (:mod:`.claims`). ``claim`` is
+    :meth:`.writes.WriteBehind.claim`: the cache's claim, which also checks that
+    no other process stored the answer since our lookup."""
     waited = False
     watch = Watch()
-    while not await io(cache.claim, key, None, watch):
+    while True:
+        hit, claimed = await claim(key, watch)
+        if hit is not None:
+            return hit, waited
+        if claimed:
+            return None, waited
         # another process is fetching this very request: wait for its answer
         waited = True
         await asyncio.sleep(CLAIM_POLL_S)
         hit = cache.peek(key)
         if hit is not None:
             return hit, True
-    # double check: another process may have stored it between our lookup and our claim
-    hit = cache.peek(key)
-    if hit is not None:
-        cache.release(key)
-        return hit, waited
-    return None, waited
 
 
 class Heartbeats:

@@ -31,8 +31,44 @@ def cache_key(
     prompt_id: str | None = None,
     prompt_version: str | None = None,
     extra: dict[str, Any] | None = None,
+    schema_text: str | None = None,
 ) -> str:
-    """sha256 hex of the canonical JSON of everything that can change the answer."""
+    """sha256 hex of the canonical JSON of everything that can change the answer.
+
+    ``schema_text``: ``canonical_json(schema)`` when the caller keeps it (the client does,
+    per schema: it is most of a key's JSON). The text is put together field by field in
+    ``sort_keys`` order, the very text ``canonical_json`` of the whole dict gives (so keys
+    never change; tests/llm/test_cache.py checks both ways)."""
+    c = canonical_json
+    parts = [f'"extra":{c(extra)}'] if extra else []
+    parts += [
+        f'"messages":{c(messages)}',
+        f'"model":{c(model)}',
+        f'"prompt_id":{c(prompt_id)}',
+        f'"prompt_version":{c(prompt_version)}',
+        f'"schema":{schema_text if schema_text is not None and schema is not None else c(schema)}',
+        f'"seed":{c(seed)}',
+        f'"structured":{c(structured if schema is not None else None)}',
+        f'"temperature":{c(temperature)}',
+        f'"v":{KEY_VERSION}',
+    ]
+    return hashlib.sha256(("{" + ",".join(parts) + "}").encode("utf-8")).hexdigest()
+
+
+def cache_key_of_dict(
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    temperature: float | None,
+    seed: int | None,
+    schema: dict[str, Any] | None = None,
+    structured: str | None = None,
+    prompt_id: str | None = None,
+    prompt_version: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """:func:`cache_key` as it was first written (the canonical JSON of one dict): the
+    reference the field-by-field text is checked against."""
     data: dict[str, Any] = {
         "v": KEY_VERSION,
         "model": model,

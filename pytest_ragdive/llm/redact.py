@@ -174,13 +174,16 @@ class Secrets:
         self._scrubbed: tuple[str, ...] | None = None  # the known secrets for scrub(), built on first use
 
     # -- what is known ------------------------------------------------------
-    def api_key(self, transport: str | None = None) -> str | None:
+    def api_key(self, transport: str | None = None, key_envs: Sequence[str] | None = None) -> str | None:
         """The key to send: ``llm.api_key_env``'s value (read at call time), else
-        for the lean HTTP path ``OPENAI_API_KEY`` (litellm finds the provider's
-        usual variable itself). Remembered for :meth:`redact` and :meth:`scrub`."""
+        for the lean HTTP path the first set of ``key_envs`` (its provider's variables,
+        ``OPENAI_API_KEY`` by default; litellm finds the provider's usual variable itself).
+        Remembered for :meth:`redact` and :meth:`scrub`."""
         env = self.llm.api_key_env
         if not env:
-            key = os.environ.get("OPENAI_API_KEY") or None if (transport or self.llm.transport) == "openai_http" else None
+            key = None
+            if (transport or self.llm.transport) == "openai_http":
+                key = next((os.environ[v] for v in (key_envs or ("OPENAI_API_KEY",)) if os.environ.get(v)), None)
         else:
             key = os.environ.get(env)
             if not key:

@@ -20,7 +20,7 @@ from .retry import Exhausted, RetryPolicy, Tries
 from .slots import JUDGE, TURN_LOOP, PrioritySlots
 from .stats import LLMStats
 from .structured import ModeChooser, build_request
-from .transport import Transport, make_transport, transport_for
+from .transport import Transport, make_transport, route_of
 
 if TYPE_CHECKING:
     from ..core.config import RagdiveConfig
@@ -76,10 +76,11 @@ class Sender:
 
     def transport(self, model: str) -> Transport:
         """The transport ``model``'s calls take (``auto``: openai_http for OpenAI-compatible models)."""
-        name = transport_for(self.cfg.llm.transport, model)
-        tr = self._transports.get(name)
+        name, provider = route_of(self.cfg.llm.transport, model)
+        kind = f"{name}:{provider}" if provider else name
+        tr = self._transports.get(kind)
         if tr is None:
-            tr = self._transports[name] = make_transport(name, self.cfg.llm.api_base, self.max_in_flight)
+            tr = self._transports[kind] = make_transport(name, self.cfg.llm.api_base, self.max_in_flight, provider)
         return tr
 
     def bind_loop(self) -> None:
@@ -143,7 +144,7 @@ class Sender:
         """Send with retries; account requests, tokens and cost."""
         role, model = call.role, call.model
         transport = self.transport(model)
-        api_key = self.secrets.api_key(transport.name)
+        api_key = self.secrets.api_key(transport.name, getattr(transport, "key_envs", None))
         mode = None
         if call.json_schema is not None and call.configured:
             mode = self._modes.mode(model, call.configured, transport)

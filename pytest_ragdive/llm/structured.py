@@ -145,17 +145,30 @@ def build_request(
     if seed is not None:
         params["seed"] = seed
     msgs = messages
+    fmt_text = None
     if mode is not None and json_schema is not None and schema is not None:
         if mode == "json_schema":
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _schema_name(schema), "schema": json_schema, "strict": False},
-            }
+            params["response_format"], fmt_text = _json_schema_format(schema, json_schema)
         else:
             msgs = _with_instructions(messages, JSON_INSTRUCTIONS.format(schema=canonical_json(json_schema)))
             if mode == "json_object":
                 params["response_format"] = {"type": "json_object"}
-    return Request(msgs, params, mode)
+    return Request(msgs, params, mode, fmt_text)
+
+
+#: schema class -> (its JSON schema, the response_format, that format's JSON text): the body's
+#: largest part, encoded once per schema instead of once per request
+_FORMATS: dict[type[BaseModel], tuple[dict[str, Any], dict[str, Any], str]] = {}
+
+
+def _json_schema_format(schema: type[BaseModel], json_schema: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    got = _FORMATS.get(schema)
+    if got is None or got[0] is not json_schema:
+        fmt = {"type": "json_schema", "json_schema": {"name": _schema_name(schema), "schema": json_schema, "strict": False}}
+        if len(_FORMATS) > 256:
+            _FORMATS.clear()
+        got = _FORMATS[schema] = (json_schema, fmt, json.dumps(fmt))
+    return got[1], got[2]
 
 
 def repair_messages(

@@ -28,6 +28,47 @@ OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 _STRIP_PREFIXES = ("openai/", "hosted_vllm/")
 
 
+@dataclass(frozen=True)
+class Provider:
+    """An OpenAI-compatible provider that ``transport = "auto"`` reaches over the lean path,
+    resolved as litellm resolves it: ``llm.api_base``, else the provider's base variable,
+    else its public URL; the key from ``llm.api_key_env``, else the first set of its key
+    variables (litellm's names). tests/llm/test_provider_routes.py checks both against
+    litellm's own ``get_llm_provider`` where litellm is installed."""
+
+    default_base: str
+    base_env: str
+    key_envs: tuple[str, ...]
+
+    def base(self, api_base: str | None) -> str:
+        return api_base or os.environ.get(self.base_env) or self.default_base
+
+
+#: provider prefix -> where litellm sends its models (providers whose chat API is OpenAI's,
+#: without request rewriting in litellm that a plain OpenAI request would miss)
+PROVIDERS: dict[str, Provider] = {
+    "groq": Provider("https://api.groq.com/openai/v1", "GROQ_API_BASE", ("GROQ_API_KEY",)),
+    "together_ai": Provider(
+        "https://api.together.ai/v1", "TOGETHER_AI_API_BASE",
+        ("TOGETHER_API_KEY", "TOGETHER_AI_API_KEY", "TOGETHERAI_API_KEY", "TOGETHER_AI_TOKEN"),
+    ),
+    "deepseek": Provider("https://api.deepseek.com/beta", "DEEPSEEK_API_BASE", ("DEEPSEEK_API_KEY",)),
+    "openrouter": Provider("https://openrouter.ai/api/v1", "OPENROUTER_API_BASE", ("OPENROUTER_API_KEY", "OR_API_KEY")),
+    "fireworks_ai": Provider(
+        "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_BASE",
+        ("FIREWORKS_API_KEY", "FIREWORKS_AI_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
+    ),
+    "deepinfra": Provider("https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_BASE", ("DEEPINFRA_API_KEY",)),
+    "cerebras": Provider("https://api.cerebras.ai/v1", "CEREBRAS_API_BASE", ("CEREBRAS_API_KEY",)),
+}
+
+
+def provider_of(model: str) -> str | None:
+    """The :data:`PROVIDERS` prefix of ``model`` (``groq/llama-3.1-8b`` -> ``groq``), else None."""
+    prefix, sep, _ = model.partition("/")
+    return prefix if sep and prefix in PROVIDERS else None
+
+
 def _retry_after(headers: Any) -> float | None:
     """Seconds from Retry-After / retry-after-ms headers (a number or an HTTP date)."""
     if not headers:
@@ -68,6 +109,17 @@ class Request:
     messages: list[dict[str, Any]]
     params: dict[str, Any]  # temperature, seed, response_format
     mode: str | None  # resolved structured mode, None for text
+    #: ``json.dumps(params["response_format"])``, made once per schema (.structured), or None
+    format_text: str | None = None
+
+    def body(self, model: str) -> bytes:
+        """The JSON body of the request for ``model`` (the response format's text reused)."""
+        params, fmt = self.params, self.format_text
+        if fmt is None or "response_format" not in params:
+            return json.dumps({"model": model, "messages": self.messages, **params}).encode("utf-8")
+        rest = json.dumps({k: v for k, v in params.items() if k != "response_format"})[1:-1]
+        head = json.dumps({"model": model, "messages": self.messages})[:-1]
+        return f'{head},{rest + "," if rest else ""}"response_format":{fmt}}}'.encode()
 
 
 class Transport(Protocol):
@@ -90,16 +142,26 @@ class Transport(Protocol):
 
 def transport_for(configured: str, model: str) -> str:
     """The transport a model's calls take: ``auto`` sends OpenAI-compatible models
-    (``openai/``, ``hosted_vllm/``) over the lean HTTP path, the others through litellm."""
+    (``openai/``, ``hosted_vllm/`` and the providers of :data:`PROVIDERS`: ``groq/``,
+    ``together_ai/``, ...) over the lean HTTP path, the others through litellm."""
     if configured != "auto":
         return configured
-    return "openai_http" if model.startswith(_STRIP_PREFIXES) else "litellm"
+    return "openai_http" if model.startswith(_STRIP_PREFIXES) or provider_of(model) else "litellm"
 
 
-def make_transport(name: str, api_base: str | None, concurrency: int) -> Transport:
-    """The transport called ``name`` (``litellm`` or ``openai_http``)."""
+def route_of(configured: str, model: str) -> tuple[str, str | None]:
+    """(transport, provider): the provider of :data:`PROVIDERS` whose endpoint and key the
+    lean path uses for ``model`` (only with ``auto``: an explicit ``openai_http`` sends the
+    model name as written to ``api_base``, which a LiteLLM proxy expects)."""
+    name = transport_for(configured, model)
+    return name, provider_of(model) if name == "openai_http" and configured == "auto" else None
+
+
+def make_transport(name: str, api_base: str | None, concurrency: int, provider: str | None = None) -> Transport:
+    """The transport called ``name`` (``litellm`` or ``openai_http``; with ``provider``, the
+    lean path to that provider of :data:`PROVIDERS`)."""
     if name == "openai_http":
-        return OpenAIHTTPTransport(api_base, concurrency)
+        return OpenAIHTTPTransport(api_base, concurrency, provider)
     return LiteLLMTransport(api_base)
 
 
@@ -227,8 +289,11 @@ def _import_litellm() -> Any:
     return litellm
 
 
-def api_model_name(model: str) -> str:
-    """The model name an OpenAI-compatible endpoint expects (``openai/x`` -> ``x``)."""
+def api_model_name(model: str, provider: str | None = None) -> str:
+    """The model name an OpenAI-compatible endpoint expects (``openai/x`` -> ``x``; with
+    ``provider``, ``groq/x`` -> ``x``, ``openrouter/vendor/x`` -> ``vendor/x``)."""
+    if provider is not None and model.startswith(provider + "/"):
+        return model[len(provider) + 1 :]
     for p in _STRIP_PREFIXES:
         if model.startswith(p):
             return model[len(p) :]
@@ -273,9 +338,17 @@ class _EnvRoute:
 class OpenAIHTTPTransport:
     name = "openai_http"
 
-    def __init__(self, api_base: str | None, concurrency: int) -> None:
+    def __init__(self, api_base: str | None, concurrency: int, provider: str | None = None) -> None:
         # as litellm does for openai/ models: the configured base, else the environment's
-        base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
+        self.provider = provider
+        self.key_envs: tuple[str, ...] = ("OPENAI_API_KEY",)
+        if provider is not None:
+            route = PROVIDERS[provider]
+            base = route.base(api_base)
+            self.key_envs = route.key_envs
+        else:
+            base = (api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+                    or OPENAI_DEFAULT_BASE)
         self.base = base
         # the path appended, a query string (?api-version=..., ?api-key=...) kept
         parts = urllib.parse.urlsplit(base)
@@ -285,6 +358,7 @@ class OpenAIHTTPTransport:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.prices = PriceMap()
         self._env: _EnvRoute | None = None
+        self._lean: Any = None  # the .http11 pool, when this URL needs nothing aiohttp alone does
 
     def supports_schema(self, model: str) -> bool:
         return True
@@ -293,6 +367,8 @@ class OpenAIHTTPTransport:
         return self.base
 
     def reset_loop(self) -> None:
+        if self._lean is not None:
+            self._lean.reset()
         old, self._session = self._session, None
         if old is not None and not old.closed:
             try:  # its loop is gone: close the sockets without it
@@ -302,9 +378,26 @@ class OpenAIHTTPTransport:
                 pass
 
     async def aclose(self) -> None:
+        if self._lean is not None:
+            await self._lean.aclose()
         s, self._session = self._session, None
         if s is not None and not s.closed:
             await s.close()
+
+    def _pool(self, api_key: str | None) -> Any:
+        """The lean HTTP/1.1 pool (:mod:`.http11`) for this request, or None when it needs
+        aiohttp: a proxy from the environment, ``~/.netrc`` credentials (sent when no key is),
+        credentials in the URL, or a scheme other than http(s)."""
+        env = self._env
+        if env is None:
+            env = self._env = _EnvRoute.of(self.url)
+        if env.proxy is not None or env.trust_env or (env.netrc_auth is not None and not api_key):
+            return None
+        if self._lean is None:
+            from .http11 import Pool, lean_url
+
+            self._lean = Pool(self.url) if lean_url(self.url) else False
+        return self._lean or None
 
     def _get_session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -323,10 +416,32 @@ class OpenAIHTTPTransport:
         return self._session
 
     async def send(self, model: str, req: Request, api_key: str | None, timeout_s: float) -> CachedResponse:
+        name = api_model_name(model, self.provider)
+        body = req.body(name)
+        pool = self._pool(api_key)
+        if pool is not None:
+            from .http11 import HTTPError
+
+            try:
+                reply = await pool.post(body, api_key)
+            except asyncio.CancelledError:
+                raise
+            except (HTTPError, OSError) as e:
+                raise _Transient(f"connection error: {type(e).__name__}: {e}", unreachable=True) from None
+            status, raw = reply.status, reply.body
+            if 300 <= status < 400:
+                where = reply.headers.get("location")
+                to = f" to {redact_location(where)}" if where else ""
+                raise _Fatal(f"HTTP {status}: a redirect{to}, not followed (the request and its key go "
+                             "to llm.api_base only: set it to the final URL)", status)
+            retry_after = _retry_after(reply.headers) if status == 429 else None
+        else:
+            status, raw, retry_after = await self._send_aiohttp(body, api_key)
+        return self._reply(model, name, status, raw, retry_after)
+
+    async def _send_aiohttp(self, body: bytes, api_key: str | None) -> tuple[int, bytes, float | None]:
         import aiohttp
 
-        name = api_model_name(model)
-        body = {"model": name, "messages": req.messages, **req.params}
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -339,7 +454,7 @@ class OpenAIHTTPTransport:
         if env.netrc_auth is not None and not api_key:
             extra["auth"] = env.netrc_auth
         try:
-            async with session.post(self.url, data=json.dumps(body), headers=headers, **extra) as r:
+            async with session.post(self.url, data=body, headers=headers, **extra) as r:
                 status = r.status
                 raw = await r.read()
                 retry_after = _retry_after(r.headers) if status == 429 else None
@@ -347,6 +462,9 @@ class OpenAIHTTPTransport:
             raise
         except (aiohttp.ClientError, OSError) as e:
             raise _Transient(f"connection error: {type(e).__name__}: {e}", unreachable=True) from None
+        return status, raw, retry_after
+
+    def _reply(self, model: str, name: str, status: int, raw: bytes, retry_after: float | None) -> CachedResponse:
         if status >= 400:
             detail = raw[:300].decode("utf-8", "replace")
             try:
@@ -375,3 +493,10 @@ class OpenAIHTTPTransport:
             cost_usd=self.prices.cost(model, pt, ct),
             created=time.time(),
         )
+
+
+def redact_location(url: str) -> str:
+    """A redirect's target for a message: no user info, query values masked."""
+    from .redact import redact_url
+
+    return redact_url(url)

@@ -317,3 +317,26 @@ def test_two_xdist_workers_share_the_cache(pytester: pytest.Pytester, tmp_path: 
         r.assert_outcomes(passed=2)
         per_request = Counter(b["messages"][-1]["content"] for b in s.requests)
         assert len(per_request) == 20 and max(per_request.values()) == 1
+
+
+def test_the_key_put_together_field_by_field_is_the_key_of_the_whole_dict() -> None:
+    """cache_key builds its canonical JSON field by field (with the schema's text kept by the
+    client); every key stays the one the canonical JSON of the whole dict gives."""
+    from pytest_ragdive.llm.keys import cache_key_of_dict, canonical_json
+
+    schema = {"title": "S", "type": "object", "properties": {"ü": {"type": "number"}, "a": {"default": 1.5}}}
+    cases: list[dict[str, Any]] = [
+        dict(model="openai/m", messages=[{"role": "user", "content": "q"}], temperature=0.0, seed=None),
+        dict(model="m", messages=[{"role": "system", "content": "é \u2028 \"x\""}, {"role": "user", "content": ""}],
+             temperature=0.7, seed=3, schema=schema, structured="auto", prompt_id="judge_x", prompt_version="4"),
+        dict(model="m", messages=[], temperature=None, seed=None, schema=None, structured="auto",
+             extra={"repair": 1, "max_tokens": 64, "tag": "combined"}),
+        dict(model="m", messages=[{"role": "user", "content": "q", "name": 1e-7}], temperature=1, seed=0,
+             schema=schema, structured="json_object", extra={}),
+    ]
+    for case in cases:
+        want = cache_key_of_dict(**case)
+        assert cache_key(**case) == want
+        if case.get("schema") is not None:
+            assert cache_key(**case, schema_text=canonical_json(case["schema"])) == want
+    assert len({cache_key_of_dict(**c) for c in cases}) == len(cases)
