@@ -116,3 +116,13 @@ def test_answers_built_from_sources_courtesy_and_abstentions_analyse_as_before()
     for _ in range(400):
         answer = " ".join(rng.choice(sentences) for _ in range(rng.randint(1, 5)))
         assert text._analyse(answer) == _analyse_whole(answer), answer
+
+
+def test_missing_words_read_through_the_per_text_cache_are_those_of_the_text() -> None:
+    from pytest_ragdive.metrics import evidence
+
+    assert evidence._word_terms.cache_info().maxsize == 8192
+    unit = "Refunds for annual plans take four business-days, never more"
+    assert evidence._words(unit, frozenset({"4", "day", "not"})) == ["four", "days", "never"]
+    assert evidence._words(unit, frozenset()) == []
+    assert evidence._words(unit.replace("four", "five"), frozenset({"5"})) == ["five"]  # another text, not a stale entry
