@@ -126,3 +126,23 @@ def test_missing_words_read_through_the_per_text_cache_are_those_of_the_text() -
     assert evidence._words(unit, frozenset({"4", "day", "not"})) == ["four", "days", "never"]
     assert evidence._words(unit, frozenset()) == []
     assert evidence._words(unit.replace("four", "five"), frozenset({"5"})) == ["five"]  # another text, not a stale entry
+
+
+def test_the_contexts_part_of_unit_evidence_is_shared_by_every_conversation_so_far() -> None:
+    """A turn's faithfulness (with the conversation so far) and strict faithfulness (without)
+    read one cached evidence against the contexts; the conversation only adds its own column."""
+    from pytest_ragdive.metrics import grounding
+
+    grounding._against_contexts.cache_clear()
+    ctx = ["Refunds are issued within 14 days. Exchanges are free in store."]
+    units = ["Refunds are issued within 14 days.", "Gift cards never expire."]
+    strict = grounding.unit_evidence(units, ctx)
+    with_conv = grounding.unit_evidence(units, ctx, ["Gift cards never expire."])
+    assert grounding._against_contexts.cache_info().hits >= 1
+    assert [(e.lexical, e.cosine, e.window, e.lexical_window) for e in strict if e] == [
+        (e.lexical, e.cosine, e.window, e.lexical_window) for e in with_conv if e]
+    assert all(e.conversation == () for e in strict if e)
+    assert [len(e.conversation) for e in with_conv if e] == [1, 1]
+    changed = grounding.unit_evidence(units, [ctx[0].replace("14", "30")])  # another document: not served stale
+    assert changed[0] is not None and changed[0].lexical < 1.0
+    assert grounding._against_contexts.cache_info().maxsize == 1024
