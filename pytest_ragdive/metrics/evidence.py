@@ -67,15 +67,28 @@ def _clip(text: str, n: int = SPAN_CHARS) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
+@lru_cache(maxsize=8192)
+def _word_terms(text: str) -> tuple[tuple[str, str], ...]:
+    """Each word of ``text`` that has a match term, with its first (once per text: units and
+    facts repeat their sources' sentences across turns)."""
+    out = []
+    for word in tokens(_SEP_RE.sub(" ", text)):
+        t = match_terms(word)
+        if t:
+            out.append((sys.intern(word), t[0]))
+    return tuple(out)
+
+
 def _words(text: str, terms: frozenset[str]) -> list[str]:
     """The words of ``text`` whose match term is in ``terms``, in order, each once."""
     out: list[str] = []
+    if not terms:
+        return out
     seen: set[str] = set()
-    for word in tokens(_SEP_RE.sub(" ", text)):
-        t = match_terms(word)
-        if t and t[0] in terms and t[0] not in seen:
-            seen.add(t[0])
-            out.append(sys.intern(word))
+    for word, t in _word_terms(text):
+        if t in terms and t not in seen:
+            seen.add(t)
+            out.append(word)
             if len(out) == MISSING_WORDS:
                 break
     return out

@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
@@ -206,12 +206,20 @@ def unit_evidence(
     return list(_unit_evidence(tuple(units), texts, tuple(conversation), semantic, only_unsure))
 
 
+class _AgainstContexts(NamedTuple):
+    """What the contexts alone hold for a turn's units: the same for its faithfulness, its
+    strict faithfulness and its grounded units, whatever the conversation so far."""
+
+    keep: tuple[str, ...]  # the units with a term
+    lexicals: tuple[float, ...]
+    ask: tuple[int, ...]  # the units the model is asked about
+    best: tuple[tuple[float | None, Window | None], ...]
+    lex_windows: tuple[Window | None, ...]
+
+
 @lru_cache(maxsize=1024)
-def _unit_evidence(
-    units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool, only_unsure: bool
-) -> tuple[UnitEvidence | None, ...]:
+def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: bool, only_unsure: bool) -> _AgainstContexts:
     prep = prepare(texts)
-    conv = [c for c in conversation if _terms(c)]
     keep = [u for u in units if _terms(u)]
     lexicals = [len(_terms(u) & prep.union) / len(_terms(u)) for u in keep]
     ask = [i for i in range(len(keep)) if semantic and not (only_unsure and lexicals[i] >= 1.0)]
@@ -219,16 +227,28 @@ def _unit_evidence(
     best: list[tuple[float | None, Window | None]] = [(None, None)] * len(keep)
     for i, b in zip(ask, guarded_best(asked, exact, prep.windows), strict=True):
         best[i] = b
-    sims = guarded_cosines(asked, exact, conv) if asked else None
+    lex_windows: list[Window | None] = []
+    for i, unit in enumerate(keep):
+        terms = _terms(unit)
+        # the sentence holding most of the unit's terms, the most specific of those (fewest other
+        # terms; for Support.span; none without any)
+        lex_windows.append(None if not lexicals[i] else max(
+            prep.sentences, key=lambda w: (len(terms & w.terms), -len(w.terms)), default=None))
+    return _AgainstContexts(tuple(keep), tuple(lexicals), tuple(ask), tuple(best), tuple(lex_windows))
+
+
+@lru_cache(maxsize=1024)
+def _unit_evidence(
+    units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool, only_unsure: bool
+) -> tuple[UnitEvidence | None, ...]:
+    keep, lexicals, ask, best, lex_windows = _against_contexts(units, texts, semantic, only_unsure)
+    conv = [c for c in conversation if _terms(c)]
+    asked = [keep[i] for i in ask]
+    sims = guarded_cosines(asked, [exact_terms(u) for u in asked], conv) if asked else None
     row = {i: r for r, i in enumerate(ask)}
     by_unit: dict[str, UnitEvidence] = {}
     for i, unit in enumerate(keep):
         terms = _terms(unit)
-        lexical = lexicals[i]
-        # the sentence holding most of the unit's terms, the most specific of those (fewest other
-        # terms; for Support.span; none without any)
-        lex_window = None if not lexical else max(
-            prep.sentences, key=lambda w: (len(terms & w.terms), -len(w.terms)), default=None)
         per_conv = []
         r = row.get(i)
         for j, c in enumerate(conv):
@@ -236,7 +256,7 @@ def _unit_evidence(
             per_conv.append((len(terms & _terms(c)) / len(terms), cos))
         cos, window = best[i]
         by_unit[unit] = UnitEvidence(
-            unit, terms, lexical, lex_window, cos, window, tuple(per_conv)
+            unit, terms, lexicals[i], lex_windows[i], cos, window, tuple(per_conv)
         )
     return tuple(by_unit.get(u) for u in units)
 

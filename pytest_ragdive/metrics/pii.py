@@ -171,19 +171,23 @@ def _normal(kind: str, value: str) -> str:
     return "".join(ch for ch in value.lower() if ch.isalnum())
 
 
-# (kind, label, pattern, the check a match must pass), in the order overlaps are settled:
-# a span claimed by an earlier detector is not reported again by a later one
-_DETECTORS: tuple[tuple[PiiKind, str, re.Pattern[str], Callable[[str], bool]], ...] = (
-    ("email", "", _EMAIL, lambda v: True),
-    ("iban", "", _IBAN, _iban_ok),
-    ("national_id", "US SSN", _SSN, lambda v: True),
-    ("national_id", "UK NINO", _NINO, lambda v: True),
-    ("national_id", "IT codice fiscale", _CF, lambda v: True),
-    ("national_id", "ES DNI/NIE", _DNI, _dni_ok),
-    ("national_id", "FR NIR", _NIR, _nir_ok),
-    ("card", "", _CARD, _card_ok),
-    ("phone", "", _PHONE, _phone_ok),
+# (kind, label, pattern, the check a match must pass, the fewest digits a text needs for a hit),
+# in the order overlaps are settled: a span claimed by an earlier detector is not reported again
+# by a later one. The digits are a prefilter only: with fewer, the pattern cannot match (or no
+# match passes its check, and a failed check claims nothing but an IBAN's), so the detector is
+# skipped without a scan (most texts: a sentence with a price or a day count, or none)
+_DETECTORS: tuple[tuple[PiiKind, str, re.Pattern[str], Callable[[str], bool], int], ...] = (
+    ("email", "", _EMAIL, lambda v: True, 0),
+    ("iban", "", _IBAN, _iban_ok, 2),
+    ("national_id", "US SSN", _SSN, lambda v: True, 9),
+    ("national_id", "UK NINO", _NINO, lambda v: True, 6),
+    ("national_id", "IT codice fiscale", _CF, lambda v: True, 7),
+    ("national_id", "ES DNI/NIE", _DNI, _dni_ok, 7),
+    ("national_id", "FR NIR", _NIR, _nir_ok, 14),
+    ("card", "", _CARD, _card_ok, 13),
+    ("phone", "", _PHONE, _phone_ok, 8),
 )
+_DIGIT_RE = re.compile(r"\d")  # (the patterns' own \d: any Unicode decimal digit)
 
 
 @dataclass(frozen=True)
@@ -211,10 +215,19 @@ class PiiCheck:
         """The personal data in ``text``, in order of position (allow-listed values left out)."""
         if not text or not self.kinds:
             return []
+        at = "@" in text  # every e-mail address holds one
+        digits = len(_DIGIT_RE.findall(text)) if _DIGIT_RE.search(text) else 0
+        if not at and digits < 2:
+            return []
+        return self._scan(text, at, digits)
+
+    def _scan(self, text: str, at: bool, digits: int) -> list[PiiHit]:
+        """:meth:`find` past its prefilter: the detectors that ``text`` (with an ``@`` or not,
+        and that many digits) can hold a hit of."""
         taken: list[tuple[int, int]] = []
         hits: list[PiiHit] = []
-        for kind, label, pattern, ok in _DETECTORS:
-            if kind not in self.kinds:
+        for kind, label, pattern, ok, fewest in _DETECTORS:
+            if kind not in self.kinds or digits < fewest or (kind == "email" and not at):
                 continue
             for m in pattern.finditer(text):
                 start, end = m.span()
@@ -294,6 +307,14 @@ def mask_conversation(conv: Conversation, pii: PiiCheck) -> int:
     baseline's answers then never hold the value, only its kind and a masked form."""
     if not pii.enabled:
         return 0
+    seen: dict[str, str] = {}  # the spans and references repeat within a conversation: each text redacted once
+
+    def redact_once(text: str) -> str:
+        out = seen.get(text)
+        if out is None:
+            out = seen[text] = redact(text, pii)
+        return out
+
     n = 0
     for turn in conv.turns:
         hits = pii.find(turn.answer)
@@ -305,12 +326,12 @@ def mask_conversation(conv: Conversation, pii: PiiCheck) -> int:
             turn.standalone_answer = redact(turn.standalone_answer, pii)
         if turn.evidence is not None:
             for u in turn.evidence.support:
-                u.text, u.span = redact(u.text, pii), redact(u.span, pii)
+                u.text, u.span = redact_once(u.text), redact_once(u.span)
                 if words:
                     u.missing = _dedupe([words.get(w.lower(), w) for w in u.missing])
             for c in turn.evidence.reference:
-                c.text = redact(c.text, pii)
+                c.text = redact_once(c.text)
         for v in turn.verdicts.values():
-            v.reason = redact(v.reason, pii)
-    conv.failures = [redact(f, pii) for f in conv.failures]
+            v.reason = redact_once(v.reason)
+    conv.failures = [redact_once(f) for f in conv.failures]
     return n

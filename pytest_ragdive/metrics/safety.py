@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from ..core.records import Turn
 from .lexical import citation_markers
@@ -25,6 +26,7 @@ DEFAULT_PII = PiiCheck()
 _NON_WORD_RE = re.compile(r"[^\w]+|_+")
 
 
+@lru_cache(maxsize=4096)
 def normalize_for_match(text: str) -> str:
     """Lowercase, every run of punctuation/whitespace turned into one space, trimmed.
     ("Guaranteed-Refund!" and "guaranteed  refund" both become "guaranteed refund".)"""

@@ -327,6 +327,36 @@ class _Analysis(NamedTuple):
     substantive: str  # the answer without its courtesy and fillers (abstentions kept)
 
 
+class _Sentence(NamedTuple):
+    abstains: bool  # the whole sentence abstains
+    some_abstains: bool  # it, or one of its clauses, abstains
+    units: tuple[str, ...]  # its asserted units
+    kept: str | None  # what of it the substantive text keeps (None: a courtesy sentence, left out)
+
+
+@lru_cache(maxsize=8192)
+def _sentence(sentence: str) -> _Sentence | None:
+    """One sentence's part of :func:`_analyse` (None: no token, or a filler), once per sentence:
+    answers repeat their sources' sentences across turns and conversations."""
+    if not tokens(sentence) or _is_filler(sentence):
+        return None
+    whole = _abstains(sentence)
+    if not whole and _COURTESY_RE.search(normalize_answer(sentence)):
+        return _Sentence(whole, False, (), None)
+    clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence) if c and tokens(c) and not _is_filler(c)]
+    some = False
+    units: list[str] = []
+    own: list[str] = []
+    for clause in clauses:
+        if _abstains(clause):
+            some = True
+            own.append(clause)
+        elif not _COURTESY_RE.search(normalize_answer(clause)):
+            units.append(clause)
+            own.append(clause)
+    return _Sentence(whole, some or whole, tuple(units), sentence if len(own) == len(clauses) else " ".join(own))
+
+
 @lru_cache(maxsize=4096)
 def _analyse(answer: str) -> _Analysis:
     first: bool | None = None
@@ -334,24 +364,16 @@ def _analyse(answer: str) -> _Analysis:
     units: list[str] = []
     kept: list[str] = []
     for sentence in _split_sentences(strip_citations(answer)):
-        if not tokens(sentence) or _is_filler(sentence):
+        part = _sentence(sentence)
+        if part is None:
             continue
-        whole = _abstains(sentence)
         if first is None:
-            first = whole
-        if not whole and _COURTESY_RE.search(normalize_answer(sentence)):
+            first = part.abstains
+        if part.kept is None:
             continue
-        clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence) if c and tokens(c) and not _is_filler(c)]
-        own: list[str] = []
-        for clause in clauses:
-            if _abstains(clause):
-                some = True
-                own.append(clause)
-            elif not _COURTESY_RE.search(normalize_answer(clause)):
-                units.append(clause)
-                own.append(clause)
-        some = some or whole
-        kept.append(sentence if len(own) == len(clauses) else " ".join(own))
+        some = some or part.some_abstains
+        units += part.units
+        kept.append(part.kept)
     return _Analysis(bool(first), some, tuple(units), " ".join(k for k in kept if k))
 
 

@@ -67,21 +67,34 @@ def windows_of(pieces: Sequence[tuple[int, int, int, str]]) -> list[Window]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _text_windows(source: int, text: str) -> tuple[tuple[Window, ...], tuple[Window, ...]]:
+    """The sentence windows of one text (those with a term), then its adjacent pairs, as
+    context ``source``: once per document and rank, however the turns combine the documents
+    (keyed by the text itself: a changed document is a new key, never a stale entry)."""
+    pieces: list[tuple[int, int, int, str]] = []
+    pos = 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, pos)
+        start = pos if start < 0 else start
+        pos = start + len(sentence)
+        if _terms(sentence):
+            pieces.append((source, start, pos, sentence))
+    windows = windows_of(pieces)
+    return tuple(windows[: len(pieces)]), tuple(windows[len(pieces) :])
+
+
 @lru_cache(maxsize=512)
 def prepare(texts: tuple[str, ...]) -> Prepared:
     union: set[str] = set()
-    pieces: list[tuple[int, int, int, str]] = []
+    sentences: list[Window] = []
+    pairs: list[Window] = []
     for i, text in enumerate(texts):
         union |= _terms(text)
-        pos = 0
-        for sentence in split_sentences(text):
-            start = text.find(sentence, pos)
-            start = pos if start < 0 else start
-            pos = start + len(sentence)
-            if _terms(sentence):
-                pieces.append((i, start, pos, sentence))
-    windows = tuple(windows_of(pieces))
-    return Prepared(frozenset(union), windows, windows[: len(pieces)])
+        own, adjacent = _text_windows(i, text)
+        sentences += own
+        pairs += adjacent
+    return Prepared(frozenset(union), (*sentences, *pairs), tuple(sentences))
 
 
 @lru_cache(maxsize=512)

@@ -78,6 +78,9 @@ class _Collecting:
 
         if session.config.option.collectonly:
             return
+        from ..core.memory import freeze_start_up
+
+        freeze_start_up()  # (in each process that runs conversations: plain, or an xdist worker)
         try:
             check_items(self.sess, next((i for i in session.items if isinstance(i, RagdiveItem)), None))
         except UsageError as e:

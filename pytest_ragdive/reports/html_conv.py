@@ -54,6 +54,8 @@ def marked(text: str, units: list[Support] | None = None, changed: set[int] | No
     """``text`` as HTML: each located unit in a span classed by its verdict (title: its
     support and span), the words whose index is in ``changed`` wrapped in ``<tag>``."""
     spans = sorted((u for u in units or [] if u.start is not None and u.end is not None), key=lambda u: u.start or 0)
+    if not changed:  # (every answer held): the same HTML, escaped a stretch at a time rather than a word
+        return _marked_units(text, spans)
     out: list[str] = []
     k = 0  # the next unit
     open_unit: Support | None = None
@@ -74,6 +76,34 @@ def marked(text: str, units: list[Support] | None = None, changed: set[int] | No
         piece = e(tok)
         out.append(f"<{tag}>{piece}</{tag}>" if changed and word in changed else piece)
         word += 1
+    if open_unit is not None:
+        out.append("</span>")
+    return "".join(out)
+
+
+def _marked_units(text: str, spans: list[Support]) -> str:
+    """:func:`marked` with no changed words: the text between two tags escaped at once
+    (escaping is per character, so the page is the same as escaping word by word)."""
+    if not spans:
+        return e(text)
+    out: list[str] = []
+    pos = 0  # text[:pos] is in out
+    k = 0
+    open_unit: Support | None = None
+    for m in _TOKEN_RE.finditer(text):
+        a = m.start()
+        if open_unit is not None and a >= (open_unit.end or 0):
+            out += [e(text[pos:a]), "</span>"]
+            pos, open_unit = a, None
+        while k < len(spans) and (spans[k].end or 0) <= a:
+            k += 1
+        if k == len(spans) and open_unit is None:
+            break  # no unit left to open: the rest is plain text
+        if open_unit is None and (spans[k].start or 0) <= a < (spans[k].end or 0) and not m.group().isspace():
+            open_unit = spans[k]
+            out += [e(text[pos:a]), f'<span class="unit u-{open_unit.verdict}" title="{e(_title(open_unit))}">']
+            pos = a
+    out.append(e(text[pos:]))
     if open_unit is not None:
         out.append("</span>")
     return "".join(out)

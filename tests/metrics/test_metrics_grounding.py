@@ -200,6 +200,7 @@ def test_under_max_a_unit_the_contexts_hold_in_full_does_not_ask_the_model(monke
     real = windows.guarded_best
     monkeypatch.setattr(grounding, "guarded_best", lambda texts, *a: asked.append(list(texts)) or real(texts, *a))
     grounding._unit_evidence.cache_clear()
+    grounding._against_contexts.cache_clear()
     grounding._fact_evidence.cache_clear()
     answer = f"{full} {para}"
     got = [s.score for s in unit_supports(answer, CTX, ["Exchanges are free in store."])]
@@ -219,5 +220,6 @@ def test_under_max_a_unit_the_contexts_hold_in_full_does_not_ask_the_model(monke
     assert mean.needs_cosine_when_lexical_full and not SUPPORT_RULE.needs_cosine_when_lexical_full
     asked.clear()
     grounding._unit_evidence.cache_clear()
+    grounding._against_contexts.cache_clear()
     unit_supports(answer, CTX, (), mean)
     assert asked == [[full, para]]
