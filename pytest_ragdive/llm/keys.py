@@ -55,36 +55,6 @@ def cache_key(
     return hashlib.sha256(("{" + ",".join(parts) + "}").encode("utf-8")).hexdigest()
 
 
-def cache_key_of_dict(
-    *,
-    model: str,
-    messages: list[dict[str, Any]],
-    temperature: float | None,
-    seed: int | None,
-    schema: dict[str, Any] | None = None,
-    structured: str | None = None,
-    prompt_id: str | None = None,
-    prompt_version: str | None = None,
-    extra: dict[str, Any] | None = None,
-) -> str:
-    """:func:`cache_key` as it was first written (the canonical JSON of one dict): the
-    reference the field-by-field text is checked against."""
-    data: dict[str, Any] = {
-        "v": KEY_VERSION,
-        "model": model,
-        "messages": messages,
-        "temperature": temperature,
-        "seed": seed,
-        "schema": schema,
-        "structured": structured if schema is not None else None,
-        "prompt_id": prompt_id,
-        "prompt_version": prompt_version,
-    }
-    if extra:
-        data["extra"] = extra
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
-
-
 def key_extra(repair: bool, max_tokens: int | None, tag: str | None = None) -> dict[str, Any] | None:
     """The key's ``extra`` part of one call: the repair call, an output cap, a caller's tag
     (``judge_prompts = "combined"``: its judge calls never share an entry with the

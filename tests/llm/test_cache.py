@@ -322,7 +322,18 @@ def test_two_xdist_workers_share_the_cache(pytester: pytest.Pytester, tmp_path: 
 def test_the_key_put_together_field_by_field_is_the_key_of_the_whole_dict() -> None:
     """cache_key builds its canonical JSON field by field (with the schema's text kept by the
     client); every key stays the one the canonical JSON of the whole dict gives."""
-    from pytest_ragdive.llm.keys import cache_key_of_dict, canonical_json
+    import hashlib
+
+    from pytest_ragdive.llm.keys import KEY_VERSION, canonical_json
+
+    def cache_key_of_dict(schema: Any = None, structured: Any = None, prompt_id: Any = None,
+                          prompt_version: Any = None, extra: Any = None, **rest: Any) -> str:
+        """The key as first written: the canonical JSON of one dict (the reference)."""
+        data = {"v": KEY_VERSION, **rest, "schema": schema, "structured": structured if schema is not None else None,
+                "prompt_id": prompt_id, "prompt_version": prompt_version}
+        if extra:
+            data["extra"] = extra
+        return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
     schema = {"title": "S", "type": "object", "properties": {"ü": {"type": "number"}, "a": {"default": 1.5}}}
     cases: list[dict[str, Any]] = [

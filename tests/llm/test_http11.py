@@ -206,7 +206,7 @@ def test_a_proxy_in_the_environment_sends_through_aiohttp(monkeypatch: pytest.Mo
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     assert OpenAIHTTPTransport("http://llm.example:8000/v1", 4)._pool("sk-x") is None
     assert not lean_url("http://user:pw@llm.example/v1") and not lean_url("ftp://llm.example/v1")
-    assert lean_url("https://api.openai.com/v1/chat/completions")
+    assert lean_url("https://llm.example/v1/chat/completions")
     with pytest.raises(ValueError, match="line break"):
         Pool("http://llm.example/v1/chat/completions").request_bytes(b"{}", "sk-x\r\nX-Evil: 1")
 
