@@ -372,6 +372,7 @@ class LLMClient:
     async def _complete_now(
         self, messages: list[dict[str, Any]], call: Call, repair: bool
     ) -> tuple[CachedResponse, bool, str]:
+        messages_text = canonical_json(messages)  # the key's, and the request body's
         key = cache_key(
             model=call.model,
             messages=messages,
@@ -383,8 +384,9 @@ class LLMClient:
             prompt_version=call.prompt_version,
             extra=key_extra(repair, call.max_tokens, call.key_tag),
             schema_text=self._schema_text(call),
+            messages_text=messages_text,
         )
-        (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call))
+        (resp, cached), shared = await self._flight.run(key, lambda: self._lead(key, messages, call, messages_text))
         if shared:
             self._hit(call)
         return resp, cached or shared, key
@@ -396,7 +398,9 @@ class LLMClient:
                 self.cache.stats.waits += 1
         self._stats.bump(call.role, call.model, cache_hits=1)
 
-    async def _lead(self, key: str, messages: list[dict[str, Any]], call: Call) -> tuple[CachedResponse, bool]:
+    async def _lead(
+        self, key: str, messages: list[dict[str, Any]], call: Call, messages_text: str | None = None
+    ) -> tuple[CachedResponse, bool]:
         """The first caller of a request in this process: cache, claim, fetch, store."""
         cache, writes = self.cache, self._writes
         if cache is not None and cache.reads:
@@ -426,7 +430,7 @@ class LLMClient:
                 cache.stats.misses += 1
             self._stats.bump(call.role, call.model, cache_misses=1)
             self._check_budget()
-            resp = await self._sender.fetch(messages, call)
+            resp = await self._sender.fetch(messages, call, messages_text)
             if cache is not None and usable_reply(call.schema, resp):
                 # queued for the next cache transaction (.writes: written at the latest when the
                 # client closes, so an interrupted run repeats no finished call), our claim

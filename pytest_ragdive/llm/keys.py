@@ -32,17 +32,19 @@ def cache_key(
     prompt_version: str | None = None,
     extra: dict[str, Any] | None = None,
     schema_text: str | None = None,
+    messages_text: str | None = None,
 ) -> str:
     """sha256 hex of the canonical JSON of everything that can change the answer.
 
     ``schema_text``: ``canonical_json(schema)`` when the caller keeps it (the client does,
-    per schema: it is most of a key's JSON). The text is put together field by field in
+    per schema: it is most of a key's JSON); ``messages_text``: ``canonical_json(messages)``
+    when the caller made it (the client does, and sends the same text in the request body). The text is put together field by field in
     ``sort_keys`` order, the very text ``canonical_json`` of the whole dict gives (so keys
     never change; tests/llm/test_cache.py checks both ways)."""
     c = canonical_json
     parts = [f'"extra":{c(extra)}'] if extra else []
     parts += [
-        f'"messages":{c(messages)}',
+        f'"messages":{messages_text if messages_text is not None else c(messages)}',
         f'"model":{c(model)}',
         f'"prompt_id":{c(prompt_id)}',
         f'"prompt_version":{c(prompt_version)}',

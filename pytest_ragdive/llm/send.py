@@ -140,8 +140,9 @@ class Sender:
             role=role, model=model, attempts=attempts, status=status,
         )
 
-    async def fetch(self, messages: list[dict[str, Any]], call: Call) -> CachedResponse:
-        """Send with retries; account requests, tokens and cost."""
+    async def fetch(self, messages: list[dict[str, Any]], call: Call, messages_text: str | None = None) -> CachedResponse:
+        """Send with retries; account requests, tokens and cost. ``messages_text``: their
+        canonical JSON (the cache key's), sent as the body's messages."""
         role, model = call.role, call.model
         transport = self.transport(model)
         api_key = self.secrets.api_key(transport.name, getattr(transport, "key_envs", None))
@@ -156,6 +157,7 @@ class Sender:
             seed=call.seed,
             schema=call.schema,
             json_schema=call.json_schema,
+            messages_text=messages_text,
         )
         batcher = self._batcher(call)
         if batcher is not None:

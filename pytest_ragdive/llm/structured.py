@@ -136,9 +136,11 @@ def build_request(
     schema: type[BaseModel] | None,
     json_schema: dict[str, Any] | None,
     max_tokens: int | None = None,
+    messages_text: str | None = None,
 ) -> Request:
     """The request of one call: sampling parameters (``max_tokens`` when capped), and for a
-    structured call (``mode`` set) the response_format and/or the schema in the system prompt."""
+    structured call (``mode`` set) the response_format and/or the schema in the system prompt.
+    ``messages_text``: ``canonical_json(messages)``, reused in the body when the messages go as given."""
     params: dict[str, Any] = {"temperature": temperature}
     if max_tokens:
         params["max_tokens"] = max_tokens
@@ -153,7 +155,7 @@ def build_request(
             msgs = _with_instructions(messages, JSON_INSTRUCTIONS.format(schema=canonical_json(json_schema)))
             if mode == "json_object":
                 params["response_format"] = {"type": "json_object"}
-    return Request(msgs, params, mode, fmt_text)
+    return Request(msgs, params, mode, fmt_text, messages_text if msgs is messages else None)
 
 
 #: schema class -> (its JSON schema, the response_format, that format's JSON text): the body's

@@ -16,6 +16,7 @@ import os
 import time
 import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.errors import FatalTransportError as _Fatal
@@ -111,15 +112,22 @@ class Request:
     mode: str | None  # resolved structured mode, None for text
     #: ``json.dumps(params["response_format"])``, made once per schema (.structured), or None
     format_text: str | None = None
+    #: ``canonical_json(messages)`` when the caller made it (the cache key's text), or None
+    messages_text: str | None = None
 
     def body(self, model: str) -> bytes:
-        """The JSON body of the request for ``model`` (the response format's text reused)."""
+        """The JSON body of the request for ``model``: the messages' and the response format's
+        texts reused when made already (the messages are then encoded once per call, not twice)."""
         params, fmt = self.params, self.format_text
-        if fmt is None or "response_format" not in params:
-            return json.dumps({"model": model, "messages": self.messages, **params}).encode("utf-8")
-        rest = json.dumps({k: v for k, v in params.items() if k != "response_format"})[1:-1]
-        head = json.dumps({"model": model, "messages": self.messages})[:-1]
-        return f'{head},{rest + "," if rest else ""}"response_format":{fmt}}}'.encode()
+        msgs = self.messages_text if self.messages_text is not None else json.dumps(self.messages)
+        parts = [f'"model":{json.dumps(model)}', f'"messages":{msgs}']
+        reuse = fmt is not None and "response_format" in params
+        rest = {k: v for k, v in params.items() if not (reuse and k == "response_format")}
+        if rest:
+            parts.append(json.dumps(rest)[1:-1])
+        if reuse:
+            parts.append(f'"response_format":{fmt}')
+        return ("{" + ",".join(parts) + "}").encode("utf-8")
 
 
 class Transport(Protocol):
@@ -315,6 +323,8 @@ class _EnvRoute:
 
     @classmethod
     def of(cls, url: str) -> _EnvRoute:
+        if _nothing_in_env(url):  # the common case, decided without importing aiohttp (0.2-0.4 s of CPU)
+            return cls()
         try:
             from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
             from yarl import URL
@@ -333,6 +343,26 @@ class _EnvRoute:
         except LookupError:
             pass
         return route
+
+
+def _nothing_in_env(url: str) -> bool:
+    """Whether aiohttp's ``trust_env`` could find nothing for ``url``: no proxy for its
+    scheme that is not bypassed (urllib's ``getproxies``/``proxy_bypass``, which aiohttp's
+    helpers use), and no netrc file (``$NETRC``, else ``~/.netrc`` or ``~/_netrc``). Conservative: when in
+    doubt it says False, and aiohttp's own helpers decide."""
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    try:
+        if parts.scheme in urllib.request.getproxies() and not (
+            parts.hostname and urllib.request.proxy_bypass(parts.hostname)
+        ):
+            return False
+        netrc_env = os.environ.get("NETRC")
+        paths = [Path(netrc_env)] if netrc_env is not None else [Path.home() / n for n in (".netrc", "_netrc")]
+        return not any(os.path.lexists(p) for p in paths)
+    except Exception:  # noqa: BLE001 - no home directory, an odd environment: let aiohttp decide
+        return False
 
 
 class OpenAIHTTPTransport:

@@ -350,4 +350,5 @@ def test_the_key_put_together_field_by_field_is_the_key_of_the_whole_dict() -> N
         assert cache_key(**case) == want
         if case.get("schema") is not None:
             assert cache_key(**case, schema_text=canonical_json(case["schema"])) == want
+        assert cache_key(**case, messages_text=canonical_json(case["messages"])) == want
     assert len({cache_key_of_dict(**c) for c in cases}) == len(cases)

@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_ragdive.core.errors import FatalTransportError, TransientTransportError
 from pytest_ragdive.llm.http11 import HTTPError, Pool, lean_url
-from pytest_ragdive.llm.transport import OpenAIHTTPTransport, Request
+from pytest_ragdive.llm.keys import canonical_json
+from pytest_ragdive.llm.transport import OpenAIHTTPTransport, Request, _EnvRoute
 
 REPLY = {"choices": [{"message": {"content": "{\"score\": 1}"}, "finish_reason": "stop"}],
          "usage": {"prompt_tokens": 3, "completion_tokens": 2}, "model": "m"}
@@ -211,6 +214,32 @@ def test_a_proxy_in_the_environment_sends_through_aiohttp(monkeypatch: pytest.Mo
         Pool("http://llm.example/v1/chat/completions").request_bytes(b"{}", "sk-x\r\nX-Evil: 1")
 
 
+def test_a_clean_environment_is_read_without_aiohttp_and_a_netrc_file_still_counts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(HOME=str(tmp_path), PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("NETRC", None)
+    probe = ("import sys; from pytest_ragdive.llm.transport import _EnvRoute; "
+             "r = _EnvRoute.of('http://llm.example:8000/v1/chat/completions'); "
+             "print(r.proxy is None and r.netrc_auth is None and not r.trust_env, 'aiohttp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]  # nothing to route by, and aiohttp never imported
+    # a netrc file: aiohttp's own helpers decide, as before (its entry for the host is used)
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine llm.example login user password pw\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    route = _EnvRoute.of("http://llm.example:8000/v1/chat/completions")
+    assert route.netrc_auth is not None and route.netrc_auth.login == "user"
+    assert OpenAIHTTPTransport("http://llm.example:8000/v1", 4)._pool(None) is None  # sent through aiohttp
+
+
 def test_the_body_reuses_the_schemas_format_text_and_says_the_same() -> None:
     from pydantic import BaseModel
 
@@ -222,10 +251,13 @@ def test_the_body_reuses_the_schemas_format_text_and_says_the_same() -> None:
 
     js = Verdict.model_json_schema()
     for mode, seed, cap in (("json_schema", 7, 64), ("json_schema", None, None), ("json_object", None, None), (None, 1, None)):
-        req = build_request([{"role": "user", "content": "q ü"}], mode=mode, temperature=0.2, seed=seed,
-                            schema=Verdict, json_schema=js, max_tokens=cap)
-        assert (req.format_text is not None) == (mode == "json_schema")
-        want = {"model": "m", "messages": req.messages, **req.params}
-        assert json.loads(req.body("m")) == want
+        msgs = [{"role": "user", "content": "q ü \"quoted\"\n"}]
+        for text in (None, canonical_json(msgs)):  # the messages' text the cache key made, reused
+            req = build_request(msgs, mode=mode, temperature=0.2, seed=seed, schema=Verdict, json_schema=js,
+                                max_tokens=cap, messages_text=text)
+            assert (req.format_text is not None) == (mode == "json_schema")
+            assert (req.messages_text is not None) == (text is not None and mode != "json_object")
+            want = {"model": "m", "messages": req.messages, **req.params}
+            assert json.loads(req.body("m")) == want
     again = build_request([], mode="json_schema", temperature=0, seed=None, schema=Verdict, json_schema=js)
     assert again.format_text is req.format_text or again.format_text == json.dumps(again.params["response_format"])
