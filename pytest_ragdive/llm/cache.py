@@ -81,6 +81,10 @@ _UPSERT = (
     " access_time = excluded.access_time, access_count = 0, tag = NULL, size = 0, mode = excluded.mode,"
     " filename = NULL, value = excluded.value"
 )
+# the presence rows of the clients sharing the cache (.presence), read by key range
+PRESENCE = PREFIX + "presence:"
+PRESENCE_END = PREFIX + "presence;"  # the next key after the range
+_PRESENCE = "SELECT key, expire_time, mode, filename, value FROM Cache WHERE key >= ? AND key < ? AND raw = 1 LIMIT 64"
 # diskcache culls up to 10 expired rows (claim markers of killed runs) on each write; once per batch here
 _CULL = (
     "DELETE FROM Cache WHERE rowid IN (SELECT rowid FROM Cache WHERE expire_time IS NOT NULL"
@@ -564,6 +568,42 @@ class LLMCache:
         except Exception as e:
             self._raise_busy(e)
             self._count("errors")
+
+    # -- presence: whether another process shares the cache now (.presence) ---------
+    def presence_beat(self, marker: Marker) -> int:
+        """Write (or renew) ``marker`` as a client's presence; the number of other live ones."""
+        if self.unusable is not None:
+            return 1  # cannot tell: claim
+        try:
+            self.db.set(PRESENCE + marker.token, marker.dump(), expire=EXPIRE_S)
+        except Exception as e:
+            self._raise_busy(e)
+            self._broken(e)
+            return 1
+        return self.presence_others(marker.token)
+
+    def presence_others(self, token: str) -> int:
+        """How many live presence rows other than ``token``'s the cache holds (at most 64 read;
+        an error counts as one: claim)."""
+        if self.unusable is not None:
+            return 1
+        try:
+            rows = self.db._con.execute(_PRESENCE, (PRESENCE, PRESENCE_END)).fetchall()
+        except Exception:  # noqa: BLE001 - cannot tell: claim
+            return 1
+        now = time.time()
+        n = 0
+        for key, expire_time, mode, filename, value in rows:
+            if key == PRESENCE + token or (expire_time is not None and expire_time <= now):
+                continue
+            if mode != _MODE_RAW or filename is not None or not isinstance(value, str) or not is_stale(value, None, now):
+                n += 1  # anything not plainly stale counts: claiming when in doubt costs only CPU
+        return n
+
+    def presence_leave(self, token: str) -> None:
+        """Delete ``token``'s presence row (never reopens a closed cache)."""
+        if self._db is not None and self.unusable is None:
+            self._db.delete(PRESENCE + token)
 
     def claimed(self, key: str) -> bool:
         """Whether some process holds a claim on ``key`` (live or not yet judged stale)."""

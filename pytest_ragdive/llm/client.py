@@ -38,6 +38,7 @@ from ..core.errors import BudgetExceeded, CacheMissError, LLMConfigError
 from .cache import LLMCache, cache_key
 from .coalesce import Heartbeats, SingleFlight, claim_or_wait
 from .keys import CachedResponse, canonical_json, key_extra
+from .presence import Presence
 from .redact import Secrets, run_secrets
 from .retry import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_MAX_S, RetryPolicy
 from .send import Call, Sender
@@ -119,6 +120,7 @@ class LLMClient:
         self._flight: SingleFlight[tuple[CachedResponse, bool]] = SingleFlight()
         self._lifetime: AsyncIterator[None] | None = None
         self._heartbeats: Heartbeats | None = None  # of the running loop
+        self._presence: Presence | None = None  # whether another process shares the cache (.presence)
         self._writes: WriteBehind | None = None  # the cache's batched claims and stores, of the running loop
         # judge calls being looked up, claimed, waiting for a request slot or in flight: at most
         # JUDGE_AHEAD x max_in_flight. A finished conversation's judge fan-out is then prepared
@@ -189,6 +191,12 @@ class LLMClient:
             if self._heartbeats is not None:
                 self._heartbeats.stop()
             self._heartbeats = Heartbeats(self.cache, self._io) if self.cache is not None else None
+            if self._presence is not None:
+                self._presence.stop()
+            self._presence = None
+            if self.cache is not None and self.cache.record_mode.coordinates:
+                self._presence = Presence(self.cache, self._io, self._claim_in_flight)
+                self._presence.start()
             if self._writes is not None:
                 self._writes.flush_now()  # what an old loop left queued (its end normally wrote it)
             self._writes = WriteBehind(self.cache, io_threads=self.io_threads) if self.cache is not None else None
@@ -224,6 +232,9 @@ class LLMClient:
     async def _close_session(self) -> None:
         if self._heartbeats is not None:
             self._heartbeats.stop()
+        if self._presence is not None:
+            self._presence.stop()
+            self._presence = None  # a later call on this loop claims, as when in doubt
         if self._writes is not None:
             try:  # the answers queued for the cache: an interrupted run loses none
                 await self._writes.aclose()
@@ -244,6 +255,9 @@ class LLMClient:
         """Write what is queued for the cache and close it (the HTTP session needs
         :meth:`aclose`); never raises."""
         if self.cache is not None:
+            if self._presence is not None:
+                self._presence.stop()
+                self._presence = None
             try:
                 if self._writes is not None:
                     self._writes.flush_now()
@@ -416,7 +430,10 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             raise CacheMissError(call.role, call.model, call.prompt_id, key)
         coordinate = cache is not None and cache.record_mode.coordinates
-        heartbeats = self._heartbeats if coordinate else None
+        presence = self._presence if coordinate else None
+        solo = presence is not None and await presence.alone()  # no other process: no claim (.presence)
+        coordinate = coordinate and not solo
+        heartbeats = self._heartbeats
         if coordinate:
             assert cache is not None and heartbeats is not None and writes is not None
             hit, waited = await claim_or_wait(cache, key, writes.claim)
@@ -424,6 +441,9 @@ class LLMClient:
                 self._hit(call, waited=waited)
                 return hit, True
             heartbeats.hold(key)
+        elif solo:
+            assert presence is not None
+            presence.track(key)
         released = False
         try:
             if cache is not None:
@@ -431,6 +451,10 @@ class LLMClient:
             self._stats.bump(call.role, call.model, cache_misses=1)
             self._check_budget()
             resp = await self._sender.fetch(messages, call, messages_text)
+            if solo:  # claimed meanwhile when another process came: released with the answer
+                assert presence is not None
+                coordinate = presence.untrack(key)
+                solo = False
             if cache is not None and usable_reply(call.schema, resp):
                 # queued for the next cache transaction (.writes: written at the latest when the
                 # client closes, so an interrupted run repeats no finished call), our claim
@@ -445,9 +469,28 @@ class LLMClient:
         finally:
             if heartbeats is not None:
                 heartbeats.drop(key)
+            if solo:  # the call failed or was cancelled
+                assert presence is not None
+                coordinate = presence.untrack(key)
             if coordinate and not released:
                 assert cache is not None
                 cache.release(key)
+
+    async def _claim_in_flight(self, keys: list[str]) -> None:
+        """Claim the calls in flight without a claim (another process has come, .presence),
+        each kept alive until its call ends; a claim made for a call that ended meanwhile is
+        released."""
+        writes, heartbeats, presence = self._writes, self._heartbeats, self._presence
+        if writes is None or heartbeats is None or presence is None:
+            return
+        out = await asyncio.gather(*(writes.claim(k) for k in keys), return_exceptions=True)
+        for key, r in zip(keys, out, strict=True):
+            if not (isinstance(r, tuple) and r[0] is None and r[1]):
+                continue  # another holds it, or answered it: nothing of ours to keep alive
+            if presence.claimed_late(key):
+                heartbeats.hold(key)
+            else:
+                writes.release(key)
 
     async def _store(self, key: str, resp: CachedResponse) -> None:
         if self._writes is not None:

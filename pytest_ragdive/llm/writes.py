@@ -105,6 +105,16 @@ class WriteBehind:
             return
         self._schedule(loop, soon=False)
 
+    def release(self, key: str) -> None:
+        """Queue the release of a claim this process made and no longer needs."""
+        self._ops.append(_Release(key))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop: written at once
+            self.flush_now()
+            return
+        self._schedule(loop, soon=False)
+
     async def flush(self) -> None:
         """Write what is queued now, claims included (their callers hear as usual); in a
         worker thread while another writer holds SQLite's lock."""

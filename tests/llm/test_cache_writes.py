@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.llm import claims as claims_mod
-from pytest_ragdive.llm.cache import LLMCache
+from pytest_ragdive.llm.cache import PRESENCE, LLMCache
 from pytest_ragdive.llm.keys import CachedResponse
 from pytest_ragdive.llm.writes import WriteBehind
 from pytest_ragdive.testing import FakeLLMServer, config_for
@@ -33,10 +33,27 @@ def _rows(directory: Path) -> tuple[list[str], list[str]]:
     finally:
         con.close()
     assert count == len(keys)  # diskcache's own count, kept by its triggers
-    return [k for k in keys if not k.startswith(claims_mod.PREFIX)], [k for k in keys if k.startswith(claims_mod.PREFIX)]
+    return ([k for k in keys if not k.startswith(claims_mod.PREFIX)],
+            [k for k in keys if k.startswith(claims_mod.PREFIX) and not k.startswith(PRESENCE)])
+
+
+def _another_process_is_there(directory: Path) -> LLMCache:
+    """A second client's presence row in the cache (.presence): the clients then claim."""
+    other = LLMCache(directory)
+    assert other.presence_beat(claims_mod.new_marker()) == 0
+    return other
+
+
+def _presence_rows(directory: Path) -> list[str]:
+    con = sqlite3.connect(str(directory / "cache.db"))
+    try:
+        return [k for (k,) in con.execute("SELECT key FROM Cache") if k.startswith(PRESENCE)]
+    finally:
+        con.close()
 
 
 def test_many_calls_share_few_transactions_and_every_claim_is_released(tmp_path: Path) -> None:
+    _another_process_is_there(tmp_path / "c")
     batches: list[int] = []
     real = LLMCache.apply
 
@@ -65,6 +82,45 @@ def test_many_calls_share_few_transactions_and_every_claim_is_released(tmp_path:
         assert len(batches) < 24  # where each call paid two transactions
         answers, markers = _rows(tmp_path / "c")
         assert len(answers) == 24 and markers == []
+        assert server.request_count == 24
+
+
+def test_a_client_alone_with_its_cache_claims_nothing_and_leaves_no_row(tmp_path: Path) -> None:
+    """No other process shares the cache: no claim, so a run's writes are its stores, a few
+    transactions in all; the presence row goes when the client closes."""
+    batches: list[int] = []
+    claims: list[str] = []
+    real, real_claim = LLMCache.apply, LLMCache.claim_unless_stored
+
+    def counted(self: LLMCache, ops: list[Any]) -> list[Any]:
+        batches.append(len(ops))
+        return real(self, ops)
+
+    def claim(self: LLMCache, key: str, *a: Any, **k: Any) -> Any:
+        claims.append(key)
+        return real_claim(self, key, *a, **k)
+
+    with FakeLLMServer(lambda body: {"score": 0.5}, latency_s=0.01) as server:
+        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http", "max_in_flight": 16})
+
+        async def run() -> None:
+            client = LLMClient.from_config(cfg)
+            try:
+                msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(24)]
+                res = await asyncio.gather(*(client.complete_json("judge", m, Score) for m in msgs))
+                assert all(r.value is not None and not r.cached for r in res)
+                assert _presence_rows(tmp_path / "c") != []  # there while it runs
+            finally:
+                await client.aclose()
+
+        LLMCache.apply, LLMCache.claim_unless_stored = counted, claim  # type: ignore[method-assign]
+        try:
+            asyncio.run(run())
+        finally:
+            LLMCache.apply, LLMCache.claim_unless_stored = real, real_claim  # type: ignore[method-assign]
+        assert claims == [] and sum(batches) == 24 and len(batches) <= 4  # the stores, a few batches
+        answers, markers = _rows(tmp_path / "c")
+        assert len(answers) == 24 and markers == [] and _presence_rows(tmp_path / "c") == []
         assert server.request_count == 24
 
 
@@ -199,3 +255,31 @@ def test_a_claim_finds_an_answer_stored_since_the_lookup_and_respects_a_live_hol
     finally:
         other.close()
         cache.close()
+
+
+def test_a_process_that_joins_waits_for_the_calls_in_flight_of_one_that_was_alone(tmp_path: Path) -> None:
+    """The first client is alone and sends without claims; a second joins while those calls
+    are in flight: the first claims them at once, the second waits for their answers instead
+    of asking again, and no claim is left behind."""
+    with FakeLLMServer(lambda body: {"score": 0.5}, latency_s=0.4) as server:
+        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http", "max_in_flight": 16})
+        msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(10)]
+
+        async def run() -> tuple[list[bool], list[bool]]:
+            first, second = LLMClient.from_config(cfg), LLMClient.from_config(cfg)
+            try:
+                a = [asyncio.create_task(first.complete_json("judge", m, Score)) for m in msgs]
+                await asyncio.sleep(0.1)  # the first is alone: its calls are in flight without claims
+                assert first._presence is not None and await first._presence.alone()
+                b = await asyncio.gather(*(second.complete_json("judge", m, Score) for m in msgs))
+                done = await asyncio.gather(*a)
+                return [r.cached for r in done], [r.cached for r in b]
+            finally:
+                await first.aclose()
+                await second.aclose()
+
+        first_cached, second_cached = asyncio.run(run())
+        assert first_cached == [False] * 10 and second_cached == [True] * 10
+        assert server.request_count == 10  # nobody asked again
+        answers, markers = _rows(tmp_path / "c")
+        assert len(answers) == 10 and markers == [] and _presence_rows(tmp_path / "c") == []

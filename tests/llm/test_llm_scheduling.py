@@ -18,7 +18,7 @@ from pytest_ragdive.llm import LLMClient
 from pytest_ragdive.llm import claims as claims_mod
 from pytest_ragdive.llm import client as client_mod
 from pytest_ragdive.llm import coalesce as coalesce_mod
-from pytest_ragdive.llm.cache import LLMCache
+from pytest_ragdive.llm.cache import PRESENCE, LLMCache
 from pytest_ragdive.llm.keys import CachedResponse
 from pytest_ragdive.llm.slots import JUDGE, TURN_LOOP, PrioritySlots, priority_of
 from pytest_ragdive.llm.transport import _EnvRoute
@@ -231,6 +231,7 @@ def _twice(server: FakeLLMServer, tmp_path: Path) -> None:
             assert client.cache is not None
             await client.flush()  # the answers queued for the cache's next transaction (llm/writes.py)
             keys = list(client.cache.db.iterkeys())
+            keys = [k for k in keys if not k.startswith(PRESENCE)]  # this client's presence row (llm/presence.py)
             assert len(keys) == 6 and not [k for k in keys if k.startswith(claims_mod.PREFIX)]  # every claim released
             return [r.value.score for r in res if r.value is not None]
         finally:
