@@ -19,7 +19,7 @@ from .redact import Secrets
 from .retry import Exhausted, RetryPolicy, Tries
 from .slots import JUDGE, TURN_LOOP, PrioritySlots
 from .stats import LLMStats
-from .structured import ModeChooser, build_request
+from .structured import Formats, ModeChooser, build_request
 from .transport import Transport, make_transport, route_of
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ class Sender:
         self.cfg = cfg
         self.retry = retry
         self.secrets = secrets
+        self._formats = Formats()  # the response formats encoded once per schema
         self._stats = stats
         self._transports: dict[str, Transport] = {}  # by kind (transport = "auto" may use both)
         self._sem: PrioritySlots | None = None
@@ -158,6 +159,7 @@ class Sender:
             schema=call.schema,
             json_schema=call.json_schema,
             messages_text=messages_text,
+            formats=self._formats,
         )
         batcher = self._batcher(call)
         if batcher is not None:
@@ -203,6 +205,7 @@ class Sender:
                         seed=call.seed,
                         schema=call.schema,
                         json_schema=call.json_schema,
+                        formats=self._formats,
                     )
                     tries.n -= 1
                     continue

@@ -137,10 +137,12 @@ def build_request(
     json_schema: dict[str, Any] | None,
     max_tokens: int | None = None,
     messages_text: str | None = None,
+    formats: Formats | None = None,
 ) -> Request:
     """The request of one call: sampling parameters (``max_tokens`` when capped), and for a
     structured call (``mode`` set) the response_format and/or the schema in the system prompt.
-    ``messages_text``: ``canonical_json(messages)``, reused in the body when the messages go as given."""
+    ``messages_text``: ``canonical_json(messages)``, reused in the body when the messages go as given;
+    ``formats``: the client's encoded response formats (:class:`Formats`)."""
     params: dict[str, Any] = {"temperature": temperature}
     if max_tokens:
         params["max_tokens"] = max_tokens
@@ -150,7 +152,7 @@ def build_request(
     fmt_text = None
     if mode is not None and json_schema is not None and schema is not None:
         if mode == "json_schema":
-            params["response_format"], fmt_text = _json_schema_format(schema, json_schema)
+            params["response_format"], fmt_text = (formats or Formats()).of(schema, json_schema)
         else:
             msgs = _with_instructions(messages, JSON_INSTRUCTIONS.format(schema=canonical_json(json_schema)))
             if mode == "json_object":
@@ -158,19 +160,25 @@ def build_request(
     return Request(msgs, params, mode, fmt_text, messages_text if msgs is messages else None)
 
 
-#: schema class -> (its JSON schema, the response_format, that format's JSON text): the body's
-#: largest part, encoded once per schema instead of once per request
-_FORMATS: dict[type[BaseModel], tuple[dict[str, Any], dict[str, Any], str]] = {}
+class Formats:
+    """Schema class -> (its JSON schema, the response_format, that format's JSON text): the
+    body's largest part, encoded once per schema instead of once per request. One per client
+    (its :class:`.send.Sender`), bounded."""
 
+    LIMIT = 256
 
-def _json_schema_format(schema: type[BaseModel], json_schema: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    got = _FORMATS.get(schema)
-    if got is None or got[0] is not json_schema:
-        fmt = {"type": "json_schema", "json_schema": {"name": _schema_name(schema), "schema": json_schema, "strict": False}}
-        if len(_FORMATS) > 256:
-            _FORMATS.clear()
-        got = _FORMATS[schema] = (json_schema, fmt, json.dumps(fmt))
-    return got[1], got[2]
+    def __init__(self) -> None:
+        self._by: dict[type[BaseModel], tuple[dict[str, Any], dict[str, Any], str]] = {}
+
+    def of(self, schema: type[BaseModel], json_schema: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        got = self._by.get(schema)
+        if got is None or got[0] is not json_schema:
+            fmt = {"type": "json_schema",
+                   "json_schema": {"name": _schema_name(schema), "schema": json_schema, "strict": False}}
+            if len(self._by) >= self.LIMIT:
+                self._by.clear()
+            got = self._by[schema] = (json_schema, fmt, json.dumps(fmt))
+        return got[1], got[2]
 
 
 def repair_messages(

@@ -17,12 +17,15 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.errors import FatalTransportError as _Fatal
 from ..core.errors import TransientTransportError as _Transient
 from .keys import CachedResponse
 from .prices import PriceMap
+
+if TYPE_CHECKING:
+    from .http11 import Pool
 
 MAX_RETRY_AFTER_S = 60.0
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
@@ -388,7 +391,8 @@ class OpenAIHTTPTransport:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.prices = PriceMap()
         self._env: _EnvRoute | None = None
-        self._lean: Any = None  # the .http11 pool, when this URL needs nothing aiohttp alone does
+        self._lean: Pool | None = None  # the .http11 pool, when this URL needs nothing aiohttp alone does
+        self._lean_url: bool | None = None  # whether it can (None: not decided yet)
 
     def supports_schema(self, model: str) -> bool:
         return True
@@ -414,7 +418,7 @@ class OpenAIHTTPTransport:
         if s is not None and not s.closed:
             await s.close()
 
-    def _pool(self, api_key: str | None) -> Any:
+    def _pool(self, api_key: str | None) -> Pool | None:
         """The lean HTTP/1.1 pool (:mod:`.http11`) for this request, or None when it needs
         aiohttp: a proxy from the environment, ``~/.netrc`` credentials (sent when no key is),
         credentials in the URL, or a scheme other than http(s)."""
@@ -423,11 +427,12 @@ class OpenAIHTTPTransport:
             env = self._env = _EnvRoute.of(self.url)
         if env.proxy is not None or env.trust_env or (env.netrc_auth is not None and not api_key):
             return None
-        if self._lean is None:
+        if self._lean_url is None:
             from .http11 import Pool, lean_url
 
-            self._lean = Pool(self.url) if lean_url(self.url) else False
-        return self._lean or None
+            self._lean_url = lean_url(self.url)
+            self._lean = Pool(self.url) if self._lean_url else None
+        return self._lean
 
     def _get_session(self) -> Any:
         loop = asyncio.get_running_loop()

@@ -261,3 +261,12 @@ def test_the_body_reuses_the_schemas_format_text_and_says_the_same() -> None:
             assert json.loads(req.body("m")) == want
     again = build_request([], mode="json_schema", temperature=0, seed=None, schema=Verdict, json_schema=js)
     assert again.format_text is req.format_text or again.format_text == json.dumps(again.params["response_format"])
+
+
+def test_a_url_that_needs_aiohttp_survives_a_new_loop_and_closing() -> None:
+    """A URL the lean path cannot take (credentials in it) goes through aiohttp; moving to a new
+    event loop and closing then work (its "no pool" mark used to be taken for a pool)."""
+    tr = OpenAIHTTPTransport("http://user:pw@llm.example:8000/v1", 4)
+    assert tr._pool("sk-x") is None and tr._pool("sk-x") is None
+    tr.reset_loop()
+    asyncio.run(tr.aclose())
