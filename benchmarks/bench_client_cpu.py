@@ -5,6 +5,11 @@ path, against the fake server in its own process, ``--in-flight`` at once.
     python benchmarks/bench_client_cpu.py                          # cold (miss, claim, fetch, store) and warm (hits)
     python benchmarks/bench_client_cpu.py --record-mode off        # the same without the cache
     python benchmarks/bench_client_cpu.py --profile cold.prof      # cProfile of the cold phase
+    python benchmarks/bench_client_cpu.py --shared                 # as if another process shared the cache
+
+Alone (the default), the client sends without cross-process claims (llm/presence.py);
+``--shared`` keeps another client's presence row in the cache, so every cold call is
+claimed first, as under pytest-xdist.
 
 CPU per call is this process's CPU time over the calls (the server's is its own), which
 a loaded machine disturbs less than wall time.
@@ -18,6 +23,7 @@ import cProfile
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +47,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--record-mode", default="new_episodes")
     ap.add_argument("--profile", default=None, help="write a cProfile of the cold phase here")
+    ap.add_argument("--shared", action="store_true", help="another client's presence in the cache: calls are claimed")
     args = ap.parse_args()
 
     from pytest_ragdive.llm import LLMClient
@@ -69,6 +76,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         cfg = config_for(url, cache_dir=d, record_mode=args.record_mode, concurrency=max(1, args.in_flight // 4),
                          llm={"transport": "openai_http", "max_in_flight": args.in_flight})
+        stop = threading.Event()
+        if args.shared:  # another client is there, renewed as a live one renews its row
+            from pytest_ragdive.llm.cache import LLMCache
+            from pytest_ragdive.llm.claims import new_marker
+
+            other, marker = LLMCache(Path(d)), new_marker()
+
+            def renew() -> None:
+                while not stop.wait(0.5):
+                    other.presence_beat(marker.beat())
+
+            other.presence_beat(marker)
+            threading.Thread(target=renew, daemon=True).start()
         for phase in ("cold", "warm"):
             client = LLMClient.from_config(cfg)
 
@@ -95,9 +115,11 @@ def main() -> None:
                 prof.disable()
                 prof.dump_stats(args.profile)
             out[phase] = (1000 * (time.process_time() - c0) / args.calls, time.perf_counter() - t0)
+        stop.set()
     server.stdin.close()
     server.wait(timeout=10)
-    print(f"{args.calls} judge calls, {args.in_flight} in flight, record mode {args.record_mode}: "
+    print(f"{args.calls} judge calls, {args.in_flight} in flight, record mode {args.record_mode}"
+          f"{', shared' if args.shared else ''}: "
           + "; ".join(f"{k} {cpu:.3f} ms CPU/call ({wall:.2f} s)" for k, (cpu, wall) in out.items()))
 
 
