@@ -275,9 +275,10 @@ PROFILE_PARTS = [  # (part, frames that mark it: file or function substrings), f
 ]
 
 
-def profile(n: int, gated: bool = True) -> None:
+def profile(n: int, gated: bool = True, raw_out: str | None = None) -> None:
     """Sample an N-conversation plain run with py-spy (GIL holder only) and print a table of parts;
-    ``gated``: against a baseline recorded first (unsampled), as the table's runs."""
+    ``gated``: against a baseline recorded first (unsampled), as the table's runs; ``raw_out``: keep
+    py-spy's raw samples there."""
     import shutil
     from collections import Counter
 
@@ -300,6 +301,8 @@ def profile(n: int, gated: bool = True) -> None:
         proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not raw.exists():
             sys.exit(f"py-spy run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        if raw_out:
+            shutil.copyfile(raw, raw_out)
         parts: Counter[str] = Counter()
         for line in raw.read_text().splitlines():
             stack, _, count = line.rpartition(" ")
@@ -362,6 +365,7 @@ def main() -> None:
                     help="also time plugin-free runs of as many empty tests (pytest's own cost per item)")
     ap.add_argument("--profile", type=int, metavar="N",
                     help="only profile a plain run of N conversations with py-spy (where the time goes)")
+    ap.add_argument("--profile-raw", metavar="PATH", help="with --profile: keep py-spy's raw samples at PATH")
     ap.add_argument("--planning", metavar="SIZES",
                     help="only time loading and planning SIZES single-turn rows (comma-separated), JSONL and YAML")
     args = ap.parse_args()
@@ -370,7 +374,7 @@ def main() -> None:
         return
     EXTRA_ARGS[:] = shlex.split(args.pytest_args)
     if args.profile:
-        profile(args.profile, gated=not args.ungated)
+        profile(args.profile, gated=not args.ungated, raw_out=args.profile_raw)
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
