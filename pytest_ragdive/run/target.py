@@ -33,11 +33,13 @@ import importlib
 import inspect
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core.errors import TargetError, TargetTimeout
 from ..core.records import CallInfo, Document, TargetResponse
+from .gil import GilShare
 from .watchdog import InFlight
 
 if TYPE_CHECKING:
@@ -189,19 +191,47 @@ class DaemonThreads:
     interpreter joins at exit), these are daemon threads: when the awaiting
     task is cancelled or times out, a call that hangs is left to finish or
     hang on its own, and a fresh thread serves the next call. Idle threads
-    are reused and leave after ``idle_s``."""
+    are reused and leave after ``idle_s``. A target whose calls hold the GIL
+    (:mod:`.gil`) has its calls run one at a time."""
 
     def __init__(self, idle_s: float = 30.0) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._idle_s = idle_s
+        # calls that hold the GIL go one at a time (.gil): their CPU share of the busy time
+        self.gil = GilShare()
+        self._running = 0  # calls in worker threads now
+        self._busy_since = 0.0  # loop time since when, while any runs
+        self._one: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     async def run(self, fn: Callable[[], Any]) -> Any:
+        if not self.gil.bound:
+            return await self._run(fn)
+        loop = asyncio.get_running_loop()
+        if self._one is None or self._one[0] is not loop:
+            self._one = (loop, asyncio.Lock())
+        async with self._one[1]:  # released when the caller times out: a hung call holds nothing
+            return await self._run(fn)
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         ctx = contextvars.copy_context()
+        if self._running == 0:
+            self._busy_since = loop.time()
+        self._running += 1
+        counted = [True]
 
-        def settle(ok: bool, value: Any) -> None:
+        def ended(cpu_s: float) -> None:
+            if counted[0]:
+                counted[0] = False
+                now = loop.time()
+                self.gil.add(cpu_s, now - self._busy_since)
+                self._busy_since = now
+                self._running -= 1
+
+        def settle(ok: bool, value: Any, cpu_s: float) -> None:
+            ended(cpu_s)
             if fut.done():  # cancelled or timed out meanwhile
                 return
             if ok:
@@ -210,19 +240,24 @@ class DaemonThreads:
                 fut.set_exception(value)
 
         def job() -> None:
+            c0 = time.thread_time()
             try:
                 result: tuple[bool, Any] = (True, ctx.run(fn))
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
                 result = (False, e)
             try:
-                loop.call_soon_threadsafe(settle, *result)
+                loop.call_soon_threadsafe(settle, *result, time.thread_time() - c0)
             except RuntimeError:  # the loop is closed: nobody waits any more
                 pass
 
         self._jobs.put(job)
         if not self._idle.acquire(blocking=False):  # no idle thread: start one
             threading.Thread(target=self._work, name="ragdive-target", daemon=True).start()
-        return await fut
+        try:
+            return await fut
+        finally:
+            if fut.cancelled():  # abandoned (timed out): no longer running as far as the share goes
+                ended(0.0)
 
     def _work(self) -> None:
         while True:
