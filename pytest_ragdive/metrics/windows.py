@@ -108,19 +108,29 @@ def window_matrix(texts: tuple[str, ...]) -> np.ndarray:
 def guarded_best(
     texts: Sequence[str], exact: Sequence[frozenset[str]], windows: Sequence[Window]
 ) -> list[tuple[float | None, Window | None]]:
-    """Per text, the best cosine over the windows that hold its exact terms."""
+    """Per text, the best cosine over the windows that hold its exact terms. A window no
+    text's guard lets through is not embedded (its row of the matrix is the empty text's,
+    zero, and never read): the same matrix shape, so the same cosines to the last bit."""
     if not texts or not windows:
         return [(None, None)] * len(texts)
     import numpy as np
 
     from .semantic import embedder
 
-    sims = embedder().embed(list(texts)) @ window_matrix(tuple(w.text for w in windows)).T
+    n = len(windows)
+    oks: list[np.ndarray | None] = [
+        np.fromiter((need <= w.terms for w in windows), dtype=bool, count=n) if need else None for need in exact
+    ]
+    if all(ok is not None for ok in oks):
+        used = np.logical_or.reduce([ok for ok in oks if ok is not None])
+        keyed = tuple(w.text if u else "" for w, u in zip(windows, used.tolist(), strict=True))
+    else:
+        keyed = tuple(w.text for w in windows)
+    sims = embedder().embed(list(texts)) @ window_matrix(keyed).T
     out: list[tuple[float | None, Window | None]] = []
-    for i, need in enumerate(exact):
+    for i, ok in enumerate(oks):
         row = sims[i]
-        if need:
-            ok = np.fromiter((need <= w.terms for w in windows), dtype=bool, count=len(windows))
+        if ok is not None:
             if not ok.any():
                 out.append((None, None))
                 continue
