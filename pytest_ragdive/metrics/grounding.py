@@ -55,7 +55,7 @@ from typing import Literal, NamedTuple
 from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
-from .windows import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
+from .windows import Window, _text_windows, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
 
 __all__ = [
     "CORRECTNESS_THRESHOLD",
@@ -229,12 +229,31 @@ def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: 
         best[i] = b
     lex_windows: list[Window | None] = []
     for i, unit in enumerate(keep):
-        terms = _terms(unit)
         # the sentence holding most of the unit's terms, the most specific of those (fewest other
-        # terms; for Support.span; none without any)
-        lex_windows.append(None if not lexicals[i] else max(
-            prep.sentences, key=lambda w: (len(terms & w.terms), -len(w.terms)), default=None))
+        # terms; for Support.span; none without any): the first best of the first context whose
+        # own best is best, as ``max`` over all the contexts' sentences in order would pick it
+        found: tuple[tuple[int, int], Window] | None = None
+        if lexicals[i]:
+            for j, text in enumerate(texts):
+                own = _lexical_window(unit, j, text)
+                if own is not None and (found is None or own[0] > found[0]):
+                    found = own
+        lex_windows.append(None if found is None else found[1])
     return _AgainstContexts(tuple(keep), tuple(lexicals), tuple(ask), tuple(best), tuple(lex_windows))
+
+
+@lru_cache(maxsize=8192)
+def _lexical_window(unit: str, source: int, text: str) -> tuple[tuple[int, int], Window] | None:
+    """The sentence of one context (as context ``source``) holding most of ``unit``'s terms,
+    the first of the most specific of those, and its rank (answers and contexts repeat
+    across turns: once per unit and document)."""
+    terms = _terms(unit)
+    best: tuple[tuple[int, int], Window] | None = None
+    for w in _text_windows(source, text)[0]:
+        key = (len(terms & w.terms), -len(w.terms))
+        if best is None or key > best[0]:
+            best = (key, w)
+    return best
 
 
 @lru_cache(maxsize=1024)
@@ -283,11 +302,19 @@ def support(ev: UnitEvidence, rule: Rule) -> Support:
 def unit_supports(
     answer: str, contexts: Iterable[ContextLike], conversation: Sequence[str] = (), rule: Rule = SUPPORT_RULE
 ) -> list[Support]:
-    """The support of each asserted unit of ``answer`` (citation markers stripped) that has a term."""
+    """The support of each asserted unit of ``answer`` (citation markers stripped) that has a term.
+    Cached: a turn's faithfulness and its evidence ask for the same supports, its strict
+    faithfulness and its grounded units too (the conversation texts without a term, which
+    no unit can restate, are left out of the key)."""
+    texts = tuple(_context_text(c) for c in contexts)
+    return list(_unit_supports(answer, texts, tuple(c for c in conversation if _terms(c)), rule))
+
+
+@lru_cache(maxsize=2048)
+def _unit_supports(answer: str, texts: tuple[str, ...], conversation: tuple[str, ...], rule: Rule) -> tuple[Support, ...]:
     units = asserted_units(strip_citations(answer))
-    evidence = unit_evidence(units, contexts, conversation, semantic=rule.semantic,
-                             only_unsure=not rule.needs_cosine_when_lexical_full)
-    return [support(ev, rule) for ev in evidence if ev]
+    evidence = _unit_evidence(tuple(units), texts, conversation, rule.semantic, not rule.needs_cosine_when_lexical_full)
+    return tuple(support(ev, rule) for ev in evidence if ev)
 
 
 def faithfulness_of(supports: Sequence[Support]) -> float:
