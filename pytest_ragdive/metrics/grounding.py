@@ -462,7 +462,15 @@ def correctness(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RUL
       answerable question costs correctness). It is not multiplied by faithfulness: what
       the answer adds with nothing to support it is faithfulness's concern, gated beside it.
     - None when there is no ground truth (no token at all).
+
+    Cached per (answer, ground truth, rule): a turn's correctness, its forgetfulness probe
+    and the turns of other conversations that give the same answer to the same question ask again.
     """
+    return _correctness(answer, ground_truth, rule)
+
+
+@lru_cache(maxsize=4096)
+def _correctness(answer: str | None, ground_truth: str, rule: Rule) -> float | None:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))
     return coverage(answer, ground_truth, rule)
