@@ -152,3 +152,19 @@ def test_the_memos_are_bounded() -> None:
         lexical.exact_match(f"{i} euros", "5 euros")
     assert lexical._exact_match.cache_info().currsize == 4096
     assert lexical.exact_match("5 euros", "5 euros") == 1.0
+
+
+def test_cached_personal_data_hits_equal_a_fresh_scan() -> None:
+    from pytest_ragdive.metrics import safety
+    from pytest_ragdive.metrics.pii import PiiCheck
+
+    texts = ["Mail jane.doe@example.com or call +1 415 555 0100.", "No digits here.", "SSN 123-45-6789", "", None]
+    checks = (safety.DEFAULT_PII, PiiCheck.of(["email"]), PiiCheck.of([]),
+              PiiCheck.of(["email", "phone"], allow=["jane.doe@example.com"]))
+    for pii in checks:
+        for t in texts:
+            first = safety.pii_hits(t, pii)
+            assert first == safety.pii_hits(t, pii) == pii.find(t)
+            first.append(first[0]) if first else first.append(None)  # type: ignore[arg-type]
+            assert safety.pii_hits(t, pii) == pii.find(t)  # the caller's list is its own
+    assert safety._pii_hits.cache_info().maxsize == 4096
