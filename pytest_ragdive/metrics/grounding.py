@@ -55,7 +55,7 @@ from typing import Literal, NamedTuple
 from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
-from .windows import Window, _text_windows, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
+from .windows import Window, _text_windows, exact_terms, guarded_best, guarded_cosines, prepare, terms_of, windows_of
 
 __all__ = [
     "CORRECTNESS_THRESHOLD",
@@ -219,14 +219,15 @@ class _AgainstContexts(NamedTuple):
 
 @lru_cache(maxsize=1024)
 def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: bool, only_unsure: bool) -> _AgainstContexts:
-    prep = prepare(texts)
+    union = terms_of(texts)
     keep = [u for u in units if _terms(u)]
-    lexicals = [len(_terms(u) & prep.union) / len(_terms(u)) for u in keep]
+    lexicals = [len(_terms(u) & union) / len(_terms(u)) for u in keep]
     ask = [i for i in range(len(keep)) if semantic and not (only_unsure and lexicals[i] >= 1.0)]
     asked, exact = [keep[i] for i in ask], [exact_terms(keep[i]) for i in ask]
     best: list[tuple[float | None, Window | None]] = [(None, None)] * len(keep)
-    for i, b in zip(ask, guarded_best(asked, exact, prep.windows), strict=True):
-        best[i] = b
+    if ask:  # the windows only when the model is asked
+        for i, b in zip(ask, guarded_best(asked, exact, prepare(texts).windows), strict=True):
+            best[i] = b
     lex_windows: list[Window | None] = []
     for i, unit in enumerate(keep):
         # the sentence holding most of the unit's terms, the most specific of those (fewest other

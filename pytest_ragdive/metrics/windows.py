@@ -19,7 +19,7 @@ from .text import match_terms, split_sentences
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Prepared", "Window", "exact_terms", "guarded_best", "guarded_cosines", "prepare", "window_matrix", "windows_of"]
+__all__ = ["Prepared", "Window", "exact_terms", "guarded_best", "guarded_cosines", "prepare", "terms_of", "window_matrix", "windows_of"]
 
 
 @dataclass(frozen=True)
@@ -86,15 +86,23 @@ def _text_windows(source: int, text: str) -> tuple[tuple[Window, ...], tuple[Win
 
 @lru_cache(maxsize=512)
 def prepare(texts: tuple[str, ...]) -> Prepared:
-    union: set[str] = set()
     sentences: list[Window] = []
     pairs: list[Window] = []
     for i, text in enumerate(texts):
-        union |= _terms(text)
         own, adjacent = _text_windows(i, text)
         sentences += own
         pairs += adjacent
-    return Prepared(frozenset(union), (*sentences, *pairs), tuple(sentences))
+    return Prepared(terms_of(texts), (*sentences, *pairs), tuple(sentences))
+
+
+@lru_cache(maxsize=512)
+def terms_of(texts: tuple[str, ...]) -> frozenset[str]:
+    """The union of the texts' match terms (a turn whose units the contexts hold in full
+    needs no more of them than this: no windows)."""
+    union: set[str] = set()
+    for text in texts:
+        union |= _terms(text)
+    return frozenset(union)
 
 
 @lru_cache(maxsize=512)

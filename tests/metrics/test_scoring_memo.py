@@ -168,3 +168,11 @@ def test_cached_personal_data_hits_equal_a_fresh_scan() -> None:
             first.append(first[0]) if first else first.append(None)  # type: ignore[arg-type]
             assert safety.pii_hits(t, pii) == pii.find(t)  # the caller's list is its own
     assert safety._pii_hits.cache_info().maxsize == 4096
+
+
+def test_the_union_of_a_set_of_texts_is_the_prepared_union() -> None:
+    docs, rng = _documents(), random.Random(13)
+    for _ in range(30):
+        texts = tuple(rng.sample(docs, rng.randint(0, 5)))
+        assert windows.terms_of(texts) == prepare(texts).union == frozenset().union(*(lexical._terms(t) for t in texts))
+    assert windows.terms_of.cache_info().maxsize == 512
