@@ -233,27 +233,27 @@ def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: 
         # the sentence holding most of the unit's terms, the most specific of those (fewest other
         # terms; for Support.span; none without any): the first best of the first context whose
         # own best is best, as ``max`` over all the contexts' sentences in order would pick it
-        found: tuple[tuple[int, int], Window] | None = None
+        found: tuple[tuple[int, int], int, int] | None = None  # (rank, context, sentence)
         if lexicals[i]:
             for j, text in enumerate(texts):
-                own = _lexical_window(unit, j, text)
+                own = _lexical_sentence(unit, text)
                 if own is not None and (found is None or own[0] > found[0]):
-                    found = own
-        lex_windows.append(None if found is None else found[1])
+                    found = (own[0], j, own[1])
+        lex_windows.append(None if found is None else _text_windows(found[1], texts[found[1]])[0][found[2]])
     return _AgainstContexts(tuple(keep), tuple(lexicals), tuple(ask), tuple(best), tuple(lex_windows))
 
 
-@lru_cache(maxsize=8192)
-def _lexical_window(unit: str, source: int, text: str) -> tuple[tuple[int, int], Window] | None:
-    """The sentence of one context (as context ``source``) holding most of ``unit``'s terms,
-    the first of the most specific of those, and its rank (answers and contexts repeat
-    across turns: once per unit and document)."""
+@lru_cache(maxsize=16384)
+def _lexical_sentence(unit: str, text: str) -> tuple[tuple[int, int], int] | None:
+    """The sentence of one context holding most of ``unit``'s terms, the first of the most
+    specific of those (its index among the context's sentence windows), and its rank; keyed
+    by the texts, whatever the context's rank (answers and contexts repeat across turns)."""
     terms = _terms(unit)
-    best: tuple[tuple[int, int], Window] | None = None
-    for w in _text_windows(source, text)[0]:
+    best: tuple[tuple[int, int], int] | None = None
+    for k, w in enumerate(_text_windows(0, text)[0]):
         key = (len(terms & w.terms), -len(w.terms))
         if best is None or key > best[0]:
-            best = (key, w)
+            best = (key, k)
     return best
 
 

@@ -89,10 +89,12 @@ def test_the_lexical_window_per_document_is_the_best_sentence_of_the_whole_set()
         expected = max(prepare(texts).sentences, key=lambda w: (len(terms & w.terms), -len(w.terms)), default=None)
         found = None
         for j, t in enumerate(texts):
-            own = grounding._lexical_window(unit, j, t)
+            own = grounding._lexical_sentence(unit, t)
             if own is not None and (found is None or own[0] > found[0]):
-                found = own
+                found = (own[0], windows._text_windows(j, t)[0][own[1]])
         assert (None if found is None else found[1]) == expected
+        ev = grounding._against_contexts((unit,), texts, True, False)
+        assert ev.lex_windows == ((expected if ev.lexicals[0] else None),)
 
 
 def _supports_uncached(answer: str, texts: list[str], conversation: list[str], rule: Rule) -> list[grounding.Support]:
@@ -143,7 +145,7 @@ def test_cached_answer_figures_equal_the_uncached_ones_and_records_are_new() -> 
 
 
 def test_the_memos_are_bounded() -> None:
-    for f, size in ((grounding._unit_supports, 2048), (grounding._lexical_window, 8192), (grounding._correctness, 4096),
+    for f, size in ((grounding._unit_supports, 2048), (grounding._lexical_sentence, 16384), (grounding._correctness, 4096),
                     (lexical._answer_f1, 4096), (lexical._exact_match, 4096), (evidence._coverage_rows, 4096),
                     (windows.window_matrix, 512)):
         assert f.cache_info().maxsize == size
