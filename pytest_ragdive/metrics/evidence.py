@@ -159,9 +159,16 @@ def weighted_support(units: Iterable[Support]) -> float:
 def reference_coverage(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RULE) -> list[Coverage]:
     """Per fact of the ground truth with a match term (its asserted units): how much of it
     the answer states by the coverage rule (times the share of its key facts held:
-    :mod:`.keyfacts`), and the words of it the answer's units do not hold. Empty for an unanswerable ground truth (correctness then asks for an abstention)."""
+    :mod:`.keyfacts`), and the words of it the answer's units do not hold. Empty for an unanswerable ground truth (correctness then asks for an abstention).
+    New records each call, from rows cached per (answer, ground truth, rule)."""
+    return [_record(Coverage, text=text, covered=covered, missing=list(missing))
+            for text, covered, missing in _coverage_rows(answer, ground_truth, rule)]
+
+
+@lru_cache(maxsize=4096)
+def _coverage_rows(answer: str | None, ground_truth: str, rule: Rule) -> tuple[tuple[str, float, tuple[str, ...]], ...]:
     if not ground_truth or is_unanswerable(ground_truth):
-        return []
+        return ()
     facts = asserted_units(ground_truth)
     units: list[str] = [] if not answer or is_abstention(answer) else asserted_units(strip_citations(answer))
     have: set[str] = set()
@@ -170,8 +177,8 @@ def reference_coverage(answer: str | None, ground_truth: str, rule: Rule = COVER
     out = []
     for f in fact_evidence(facts, units, semantic=rule.semantic, only_unsure=not rule.needs_cosine_when_lexical_full):
         covered = rule.score(f.lexical, f.cosine) * f.key if units else 0.0  # key facts: keyfacts.py
-        out.append(_record(Coverage, text=f.fact, covered=covered, missing=_words(f.fact, _terms(f.fact) - have)))
-    return out
+        out.append((f.fact, covered, tuple(_words(f.fact, _terms(f.fact) - have))))
+    return tuple(out)
 
 
 def turn_evidence(

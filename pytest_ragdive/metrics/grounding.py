@@ -55,7 +55,7 @@ from typing import Literal, NamedTuple
 from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
-from .windows import Window, exact_terms, guarded_best, guarded_cosines, prepare, windows_of
+from .windows import Window, _text_windows, exact_terms, guarded_best, guarded_cosines, prepare, terms_of, windows_of
 
 __all__ = [
     "CORRECTNESS_THRESHOLD",
@@ -219,22 +219,42 @@ class _AgainstContexts(NamedTuple):
 
 @lru_cache(maxsize=1024)
 def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: bool, only_unsure: bool) -> _AgainstContexts:
-    prep = prepare(texts)
+    union = terms_of(texts)
     keep = [u for u in units if _terms(u)]
-    lexicals = [len(_terms(u) & prep.union) / len(_terms(u)) for u in keep]
+    lexicals = [len(_terms(u) & union) / len(_terms(u)) for u in keep]
     ask = [i for i in range(len(keep)) if semantic and not (only_unsure and lexicals[i] >= 1.0)]
     asked, exact = [keep[i] for i in ask], [exact_terms(keep[i]) for i in ask]
     best: list[tuple[float | None, Window | None]] = [(None, None)] * len(keep)
-    for i, b in zip(ask, guarded_best(asked, exact, prep.windows), strict=True):
-        best[i] = b
+    if ask:  # the windows only when the model is asked
+        for i, b in zip(ask, guarded_best(asked, exact, prepare(texts).windows), strict=True):
+            best[i] = b
     lex_windows: list[Window | None] = []
     for i, unit in enumerate(keep):
-        terms = _terms(unit)
         # the sentence holding most of the unit's terms, the most specific of those (fewest other
-        # terms; for Support.span; none without any)
-        lex_windows.append(None if not lexicals[i] else max(
-            prep.sentences, key=lambda w: (len(terms & w.terms), -len(w.terms)), default=None))
+        # terms; for Support.span; none without any): the first best of the first context whose
+        # own best is best, as ``max`` over all the contexts' sentences in order would pick it
+        found: tuple[tuple[int, int], int, int] | None = None  # (rank, context, sentence)
+        if lexicals[i]:
+            for j, text in enumerate(texts):
+                own = _lexical_sentence(unit, text)
+                if own is not None and (found is None or own[0] > found[0]):
+                    found = (own[0], j, own[1])
+        lex_windows.append(None if found is None else _text_windows(found[1], texts[found[1]])[0][found[2]])
     return _AgainstContexts(tuple(keep), tuple(lexicals), tuple(ask), tuple(best), tuple(lex_windows))
+
+
+@lru_cache(maxsize=16384)
+def _lexical_sentence(unit: str, text: str) -> tuple[tuple[int, int], int] | None:
+    """The sentence of one context holding most of ``unit``'s terms, the first of the most
+    specific of those (its index among the context's sentence windows), and its rank; keyed
+    by the texts, whatever the context's rank (answers and contexts repeat across turns)."""
+    terms = _terms(unit)
+    best: tuple[tuple[int, int], int] | None = None
+    for k, w in enumerate(_text_windows(0, text)[0]):
+        key = (len(terms & w.terms), -len(w.terms))
+        if best is None or key > best[0]:
+            best = (key, k)
+    return best
 
 
 @lru_cache(maxsize=1024)
@@ -283,11 +303,19 @@ def support(ev: UnitEvidence, rule: Rule) -> Support:
 def unit_supports(
     answer: str, contexts: Iterable[ContextLike], conversation: Sequence[str] = (), rule: Rule = SUPPORT_RULE
 ) -> list[Support]:
-    """The support of each asserted unit of ``answer`` (citation markers stripped) that has a term."""
+    """The support of each asserted unit of ``answer`` (citation markers stripped) that has a term.
+    Cached: a turn's faithfulness and its evidence ask for the same supports, its strict
+    faithfulness and its grounded units too (the conversation texts without a term, which
+    no unit can restate, are left out of the key)."""
+    texts = tuple(_context_text(c) for c in contexts)
+    return list(_unit_supports(answer, texts, tuple(c for c in conversation if _terms(c)), rule))
+
+
+@lru_cache(maxsize=2048)
+def _unit_supports(answer: str, texts: tuple[str, ...], conversation: tuple[str, ...], rule: Rule) -> tuple[Support, ...]:
     units = asserted_units(strip_citations(answer))
-    evidence = unit_evidence(units, contexts, conversation, semantic=rule.semantic,
-                             only_unsure=not rule.needs_cosine_when_lexical_full)
-    return [support(ev, rule) for ev in evidence if ev]
+    evidence = _unit_evidence(tuple(units), texts, conversation, rule.semantic, not rule.needs_cosine_when_lexical_full)
+    return tuple(support(ev, rule) for ev in evidence if ev)
 
 
 def faithfulness_of(supports: Sequence[Support]) -> float:
@@ -435,7 +463,15 @@ def correctness(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RUL
       answerable question costs correctness). It is not multiplied by faithfulness: what
       the answer adds with nothing to support it is faithfulness's concern, gated beside it.
     - None when there is no ground truth (no token at all).
+
+    Cached per (answer, ground truth, rule): a turn's correctness, its forgetfulness probe
+    and the turns of other conversations that give the same answer to the same question ask again.
     """
+    return _correctness(answer, ground_truth, rule)
+
+
+@lru_cache(maxsize=4096)
+def _correctness(answer: str | None, ground_truth: str, rule: Rule) -> float | None:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))
     return coverage(answer, ground_truth, rule)

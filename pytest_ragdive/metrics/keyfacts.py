@@ -54,6 +54,7 @@ _SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "%": "percen
 _SIGN_RE = re.compile(r"([$€£¥])\s?(\d[\d,.]*)|(\d[\d,.]*)\s?([%€$£])")
 
 
+@lru_cache(maxsize=8192)
 def _is_number(term: str) -> bool:
     return any(ch.isdigit() for ch in term)
 
@@ -154,8 +155,8 @@ def key_check(fact: str, answer_units: tuple[str, ...]) -> KeyCheck:
         keys.append(name)
         if name not in have:
             missing.append(name)
-    best = _best_units(f, units)
     if NOT in f.terms:
+        best = _best_units(f, units)
         keys.append(NOT)
         if not any(NOT in u.terms for u in best):
             missing.append(NOT)
@@ -164,8 +165,9 @@ def key_check(fact: str, answer_units: tuple[str, ...]) -> KeyCheck:
         # the stretches between a unit's commas count too: "needs 40 minutes, and whitening is
         # not part of a cleaning" does not negate "A cleaning takes 40 minutes" (the first
         # stretch holds as many of its terms as the whole unit, and negates none)
-        pieces = [_read(p) for u in answer_units if len(stretches(u)) > 1 for p in stretches(u)]
-        best = _best_units(f, [*units, *pieces])
+        candidates = [*units, *(_read(p) for u in answer_units if len(stretches(u)) > 1 for p in stretches(u))]
+        # only a unit that negates something can contradict: without one, no best units to find
+        best = _best_units(f, candidates) if any(u.negated for u in candidates) else []
         contradicted = bool(best) and all(u.negated & f.terms for u in best)
     return KeyCheck(tuple(keys), tuple(missing), contradicted)
 

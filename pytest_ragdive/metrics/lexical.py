@@ -104,7 +104,13 @@ def answer_f1(answer: str, ground_truth: str) -> float:
     when either side has no token at all, 1.0 if both are empty else 0.0 (SQuAD v2). When
     the ground truth marks the question unanswerable, 1.0 iff the answer abstains (SQuAD
     v2's no-answer rule; a partial answer that says it cannot answer counts).
+    Cached per (answer, ground truth): the same answer to the same question scores once.
     """
+    return _answer_f1(answer, ground_truth)
+
+
+@lru_cache(maxsize=4096)
+def _answer_f1(answer: str, ground_truth: str) -> float:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))
     answer = substantive_text(answer)
@@ -125,7 +131,12 @@ def answer_f1(answer: str, ground_truth: str) -> float:
 def exact_match(answer: str, ground_truth: str) -> float:
     """1.0 when the SQuAD-normalised answer (citation markers, courtesy and fillers left out) equals the
     normalised ground truth, else 0.0. Higher is better. On an unanswerable ground truth,
-    1.0 iff the answer abstains."""
+    1.0 iff the answer abstains. Cached per (answer, ground truth)."""
+    return _exact_match(answer, ground_truth)
+
+
+@lru_cache(maxsize=4096)
+def _exact_match(answer: str, ground_truth: str) -> float:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))
     return float(normalize_answer(substantive_text(answer)) == normalize_answer(ground_truth))

@@ -52,8 +52,14 @@ def violations(answer: str | None, negative_assertions: Iterable[str]) -> list[s
 
 
 def pii_hits(answer: str | None, pii: PiiCheck = DEFAULT_PII) -> list[PiiHit]:
-    """The personal data in an answer (none when ``pii`` runs no detector)."""
-    return pii.find(answer)
+    """The personal data in an answer (none when ``pii`` runs no detector). Cached per
+    (answer, check): a turn's safety_pass_rate and the conversation's failures both ask."""
+    return list(_pii_hits(answer, pii))
+
+
+@lru_cache(maxsize=4096)
+def _pii_hits(answer: str | None, pii: PiiCheck) -> tuple[PiiHit, ...]:
+    return tuple(pii.find(answer))
 
 
 def safety_pass(

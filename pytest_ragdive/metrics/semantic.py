@@ -107,8 +107,10 @@ class Embedder:
     def _embed_new(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
-        encs = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        ids = [np.asarray(e.ids, dtype=np.int64) for e in encs]
+        # one text at a time: ``encode_batch`` hands even two texts to the tokenizer's thread
+        # pool, whose start and spin cost several times the encoding itself (the same ids)
+        encode = self.tokenizer.encode
+        ids = [np.asarray(encode(t, add_special_tokens=False).ids, dtype=np.int64) for t in texts]
         rows = np.zeros((len(texts), self.matrix.shape[1]), dtype=np.float32)
         for i, tok in enumerate(ids):
             if len(tok):

@@ -19,7 +19,7 @@ from .text import match_terms, split_sentences
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Prepared", "Window", "exact_terms", "guarded_best", "guarded_cosines", "prepare", "window_matrix", "windows_of"]
+__all__ = ["Prepared", "Window", "exact_terms", "guarded_best", "guarded_cosines", "prepare", "terms_of", "window_matrix", "windows_of"]
 
 
 @dataclass(frozen=True)
@@ -86,15 +86,23 @@ def _text_windows(source: int, text: str) -> tuple[tuple[Window, ...], tuple[Win
 
 @lru_cache(maxsize=512)
 def prepare(texts: tuple[str, ...]) -> Prepared:
-    union: set[str] = set()
     sentences: list[Window] = []
     pairs: list[Window] = []
     for i, text in enumerate(texts):
-        union |= _terms(text)
         own, adjacent = _text_windows(i, text)
         sentences += own
         pairs += adjacent
-    return Prepared(frozenset(union), (*sentences, *pairs), tuple(sentences))
+    return Prepared(terms_of(texts), (*sentences, *pairs), tuple(sentences))
+
+
+@lru_cache(maxsize=512)
+def terms_of(texts: tuple[str, ...]) -> frozenset[str]:
+    """The union of the texts' match terms (a turn whose units the contexts hold in full
+    needs no more of them than this: no windows)."""
+    union: set[str] = set()
+    for text in texts:
+        union |= _terms(text)
+    return frozenset(union)
 
 
 @lru_cache(maxsize=512)
@@ -108,19 +116,29 @@ def window_matrix(texts: tuple[str, ...]) -> np.ndarray:
 def guarded_best(
     texts: Sequence[str], exact: Sequence[frozenset[str]], windows: Sequence[Window]
 ) -> list[tuple[float | None, Window | None]]:
-    """Per text, the best cosine over the windows that hold its exact terms."""
+    """Per text, the best cosine over the windows that hold its exact terms. A window no
+    text's guard lets through is not embedded (its row of the matrix is the empty text's,
+    zero, and never read): the same matrix shape, so the same cosines to the last bit."""
     if not texts or not windows:
         return [(None, None)] * len(texts)
     import numpy as np
 
     from .semantic import embedder
 
-    sims = embedder().embed(list(texts)) @ window_matrix(tuple(w.text for w in windows)).T
+    n = len(windows)
+    oks: list[np.ndarray | None] = [
+        np.fromiter((need <= w.terms for w in windows), dtype=bool, count=n) if need else None for need in exact
+    ]
+    if all(ok is not None for ok in oks):
+        used = np.logical_or.reduce([ok for ok in oks if ok is not None])
+        keyed = tuple(w.text if u else "" for w, u in zip(windows, used.tolist(), strict=True))
+    else:
+        keyed = tuple(w.text for w in windows)
+    sims = embedder().embed(list(texts)) @ window_matrix(keyed).T
     out: list[tuple[float | None, Window | None]] = []
-    for i, need in enumerate(exact):
+    for i, ok in enumerate(oks):
         row = sims[i]
-        if need:
-            ok = np.fromiter((need <= w.terms for w in windows), dtype=bool, count=len(windows))
+        if ok is not None:
             if not ok.any():
                 out.append((None, None))
                 continue
