@@ -207,7 +207,10 @@ class RagdiveSession:
     def _wrap(self, target: Any) -> AsyncTarget:
         """The target as the pipeline calls it: timed out, scrubbed of the run's secrets, watched."""
         p = self.pipeline
-        return as_async(target, self.cfg.target_timeout_s, secrets=p.secrets, calls=p.calls)
+        # with an LLM in the run, calls that hold the GIL go one at a time: the judge's replies
+        # are read sooner (offline, several at once keep their sections outside the GIL in parallel)
+        return as_async(target, self.cfg.target_timeout_s, secrets=p.secrets, calls=p.calls,
+                        gil_guard=self.cfg.llm_enabled())
 
     def _check_target(self, target: Any, item: pytest.Item | None) -> None:
         """What the ``ragdive_target`` fixture gave, at its first use: None (a fixture that

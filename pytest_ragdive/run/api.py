@@ -44,7 +44,8 @@ def run_suite(
         notes: list[str] = []
         plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
         pipeline = Pipeline(cfg)
-        atarget = as_async(target, cfg.target_timeout_s, secrets=pipeline.secrets, calls=pipeline.calls)
+        atarget = as_async(target, cfg.target_timeout_s, secrets=pipeline.secrets, calls=pipeline.calls,
+                           gil_guard=cfg.llm_enabled())
         try:
             futures = [pipeline.submit(p, atarget) for p in plans]
             convs = [_result(pipeline, p.key, f) for p, f in zip(plans, futures, strict=True)]

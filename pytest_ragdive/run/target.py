@@ -104,6 +104,7 @@ def as_async(
     *,
     secrets: Secrets | None = None,
     calls: InFlight | None = None,
+    gil_guard: bool = False,
 ) -> AsyncTarget:
     """Wrap a sync or async callable so the runner can await it.
 
@@ -114,7 +115,8 @@ def as_async(
     :class:`~pytest_ragdive.errors.TargetTimeout`. ``secrets``: every reply is
     scrubbed of the run's secrets (and of the target's own credentials, for an
     HTTP target) before anything reads it; ``calls``: the calls in flight, for
-    the watchdog (:mod:`.watchdog`).
+    the watchdog (:mod:`.watchdog`); ``gil_guard``: a sync target whose calls hold the GIL
+    runs one call at a time (:mod:`.gil`; the run's LLM replies then wait less).
     """
     from .frameworks import adapt  # a LangChain runnable or a LlamaIndex engine, wrapped
 
@@ -130,7 +132,7 @@ def as_async(
     )
     pass_info = wants_call_info(target)
     pass_docs = wants_call_info(target, "extra_documents")
-    threads = DaemonThreads()
+    threads = DaemonThreads(gil_guard=gil_guard)
 
     async def once(history: History, kwargs: dict[str, Any]) -> Any:
         try:
@@ -191,21 +193,22 @@ class DaemonThreads:
     interpreter joins at exit), these are daemon threads: when the awaiting
     task is cancelled or times out, a call that hangs is left to finish or
     hang on its own, and a fresh thread serves the next call. Idle threads
-    are reused and leave after ``idle_s``. A target whose calls hold the GIL
-    (:mod:`.gil`) has its calls run one at a time."""
+    are reused and leave after ``idle_s``. With ``gil_guard``, a target whose calls
+    hold the GIL (:mod:`.gil`) has its calls run one at a time."""
 
-    def __init__(self, idle_s: float = 30.0) -> None:
+    def __init__(self, idle_s: float = 30.0, *, gil_guard: bool = True) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._idle_s = idle_s
         # calls that hold the GIL go one at a time (.gil): their CPU share of the busy time
         self.gil = GilShare()
+        self._gil_guard = gil_guard
         self._running = 0  # calls in worker threads now
         self._busy_since = 0.0  # loop time since when, while any runs
         self._one: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     async def run(self, fn: Callable[[], Any]) -> Any:
-        if not self.gil.bound:
+        if not (self._gil_guard and self.gil.bound):
             return await self._run(fn)
         loop = asyncio.get_running_loop()
         if self._one is None or self._one[0] is not loop:

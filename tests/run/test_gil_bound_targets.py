@@ -61,6 +61,21 @@ def test_a_target_that_computes_runs_one_call_at_a_time() -> None:
     assert warm.most > 1 and after.most == 1  # side by side at first, then one at a time
 
 
+def test_without_the_guard_a_target_that_computes_keeps_its_calls_side_by_side() -> None:
+    """An offline run (no LLM replies to wait for) keeps the calls side by side: what a
+    target runs outside the GIL (numpy's large operations) still runs in parallel."""
+    threads, peak = DaemonThreads(gil_guard=False), _Peak()
+
+    def computes() -> None:
+        with peak:
+            t0 = time.thread_time()
+            while time.thread_time() - t0 < 0.012:
+                pass
+
+    _drive(threads, computes, rounds=6, at_once=8)
+    assert threads.gil.bound and peak.most > 1
+
+
 def test_a_target_that_waits_on_io_keeps_its_calls_side_by_side() -> None:
     threads, peak = DaemonThreads(), _Peak()
 
@@ -82,7 +97,7 @@ def test_a_hung_call_of_a_gil_bound_target_holds_nothing_once_it_times_out() -> 
             release.wait()
         return "fine"
 
-    call = as_async(bot, timeout_s=0.3)
+    call = as_async(bot, timeout_s=0.3, gil_guard=True)
 
     async def main() -> str:
         with pytest.raises(TargetTimeout):
