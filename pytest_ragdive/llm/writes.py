@@ -97,17 +97,15 @@ class WriteBehind:
     def store(self, key: str, value: CachedResponse, *, release: bool = False) -> None:
         """Queue :meth:`LLMCache.store` of a finished call (see the module)."""
         self._queued[key] = value
-        self._ops.append(_Store(key, value, release))
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop: written at once
-            self.flush_now()
-            return
-        self._schedule(loop, soon=False)
+        self._later_op(_Store(key, value, release))
 
     def release(self, key: str) -> None:
         """Queue the release of a claim this process made and no longer needs."""
-        self._ops.append(_Release(key))
+        self._later_op(_Release(key))
+
+    def _later_op(self, op: _Op) -> None:
+        """Queue a write for the next batch (at the latest :data:`STORE_DELAY_S` from now)."""
+        self._ops.append(op)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop: written at once

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,24 @@ def _presence_rows(directory: Path) -> list[str]:
         con.close()
 
 
+def _judge_24(server: FakeLLMServer, tmp_path: Path, while_open: Callable[[], bool] = lambda: True) -> None:
+    """24 different judge calls at once through one client on ``tmp_path / "c"``, all sent;
+    ``while_open`` must hold before the client closes."""
+    cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http", "max_in_flight": 16})
+
+    async def run() -> None:
+        client = LLMClient.from_config(cfg)
+        try:
+            msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(24)]
+            res = await asyncio.gather(*(client.complete_json("judge", m, Score) for m in msgs))
+            assert all(r.value is not None and not r.cached for r in res)
+            assert while_open()
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+
+
 def test_many_calls_share_few_transactions_and_every_claim_is_released(tmp_path: Path) -> None:
     _another_process_is_there(tmp_path / "c")
     batches: list[int] = []
@@ -62,20 +81,9 @@ def test_many_calls_share_few_transactions_and_every_claim_is_released(tmp_path:
         return real(self, ops)
 
     with FakeLLMServer(lambda body: {"score": 0.5}) as server:
-        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http", "max_in_flight": 16})
-
-        async def run() -> None:
-            client = LLMClient.from_config(cfg)
-            try:
-                msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(24)]
-                res = await asyncio.gather(*(client.complete_json("judge", m, Score) for m in msgs))
-                assert all(r.value is not None and not r.cached for r in res)
-            finally:
-                await client.aclose()
-
         LLMCache.apply = counted  # type: ignore[method-assign]
         try:
-            asyncio.run(run())
+            _judge_24(server, tmp_path)
         finally:
             LLMCache.apply = real  # type: ignore[method-assign]
         assert sum(batches) == 48  # 24 claims, 24 stores
@@ -101,21 +109,9 @@ def test_a_client_alone_with_its_cache_claims_nothing_and_leaves_no_row(tmp_path
         return real_claim(self, key, *a, **k)
 
     with FakeLLMServer(lambda body: {"score": 0.5}, latency_s=0.01) as server:
-        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http", "max_in_flight": 16})
-
-        async def run() -> None:
-            client = LLMClient.from_config(cfg)
-            try:
-                msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(24)]
-                res = await asyncio.gather(*(client.complete_json("judge", m, Score) for m in msgs))
-                assert all(r.value is not None and not r.cached for r in res)
-                assert _presence_rows(tmp_path / "c") != []  # there while it runs
-            finally:
-                await client.aclose()
-
         LLMCache.apply, LLMCache.claim_unless_stored = counted, claim  # type: ignore[method-assign]
         try:
-            asyncio.run(run())
+            _judge_24(server, tmp_path, while_open=lambda: _presence_rows(tmp_path / "c") != [])  # there while it runs
         finally:
             LLMCache.apply, LLMCache.claim_unless_stored = real, real_claim  # type: ignore[method-assign]
         assert claims == [] and sum(batches) == 24 and len(batches) <= 4  # the stores, a few batches
