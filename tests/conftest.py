@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 # Imported here so that pytester's in-process runs, which restore sys.modules
@@ -19,6 +20,28 @@ import pytest_ragdive.plugin.items  # noqa: F401
 import pytest_ragdive.plugin.session  # noqa: F401
 import pytest_ragdive.reports.write  # noqa: F401
 import pytest_ragdive.run.api  # noqa: F401
+
+# langsmith (installed with the [ragas] extra) registers a pytest plugin whose import costs
+# 2-3 s of CPU at every pytest start-up. The suite starts a hundred or more pytest processes
+# of its own (subprocess runs, pytester's runpytest_subprocess, the workflow emulator): each
+# is told not to load it. pyproject's addopts does it for the outer run only.
+NO_LANGSMITH = "-p no:langsmith_plugin"
+
+
+def without_langsmith(addopts: str = "") -> str:
+    """``addopts`` (a PYTEST_ADDOPTS value) that also keeps langsmith's plugin out."""
+    return addopts if NO_LANGSMITH in addopts else f"{addopts} {NO_LANGSMITH}".strip()
+
+
+os.environ["PYTEST_ADDOPTS"] = without_langsmith(os.environ.get("PYTEST_ADDOPTS", ""))
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose set-up clears PYTEST_ADDOPTS, with langsmith's plugin kept out again."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", NO_LANGSMITH)
+    return pytester
+
 
 TOY_CONFTEST = textwrap.dedent(
     '''

@@ -113,7 +113,7 @@ def _example_copy(tmp: Path) -> Path:
 
 def _attacks(project: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("EXAMPLE_RAG_", "GITHUB_"))}
-    full.update({"PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": "-p no:cacheprovider", **env})
+    full.update({"PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": "-p no:cacheprovider -p no:langsmith_plugin", **env})
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--ragdive-suite=attacks", "--ragdive-baseline=baseline.json"],
         cwd=project, env=full, capture_output=True, text=True, timeout=600,

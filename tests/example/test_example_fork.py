@@ -76,7 +76,7 @@ def main_branch(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def run(project: Path, *args: str, key: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("EXAMPLE_RAG_", KEY_ENV, "GITHUB_"))}
-    full.update({"PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": "-p no:cacheprovider", **env})
+    full.update({"PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": "-p no:cacheprovider -p no:langsmith_plugin", **env})
     if key:
         full[KEY_ENV] = "sk-main-branch-secret"
     return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project, env=full,
