@@ -58,13 +58,16 @@ class Prepared:
 
 
 def windows_of(pieces: Sequence[tuple[int, int, int, str]]) -> list[Window]:
-    """Each piece (source, start, end, text) and each pair of adjacent pieces of one source."""
-    out = [Window(s, a, b, t, _terms(t)) for s, a, b, t in pieces]
-    for (s1, a1, _, t1), (s2, _, b2, t2) in zip(pieces, pieces[1:], strict=False):
-        if s1 == s2:
-            text = f"{t1} {t2}"
-            out.append(Window(s1, a1, b2, text, _terms(text)))
-    return out
+    """Each piece (source, start, end, text) and each pair of adjacent pieces of one source.
+    A pair's terms are its two pieces' (the terms are a set of single words, each normalised
+    alone, and the pair's text is the two joined by a space: the same set, not read again)."""
+    singles = [Window(s, a, b, t, _terms(t)) for s, a, b, t in pieces]
+    pairs = [
+        Window(w1.source, w1.start, w2.end, f"{w1.text} {w2.text}", w1.terms | w2.terms)
+        for w1, w2 in zip(singles, singles[1:], strict=False)
+        if w1.source == w2.source
+    ]
+    return singles + pairs
 
 
 @lru_cache(maxsize=4096)
