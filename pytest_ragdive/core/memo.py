@@ -54,10 +54,17 @@ def memo(maxsize: int) -> Callable[[Callable[P, T]], Memoised[P, T]]:
 
     def decorate(fn: Callable[P, T]) -> Memoised[P, T]:
         cached: Memoised[P, T] = functools.lru_cache(maxsize=maxsize)(fn)
+        name = _name(cached)
+        # a module imported again (pytester's in-process runs restore sys.modules) replaces its memos
+        _MEMOS[:] = [m for m in _MEMOS if _name(m) != name]
         _MEMOS.append(cached)
         return cached
 
     return decorate
+
+
+def _name(m: Memoised[..., Any]) -> str:
+    return f"{m.__module__}.{m.__qualname__}"
 
 
 def clear_memos() -> None:
@@ -68,7 +75,7 @@ def clear_memos() -> None:
 
 def memo_sizes() -> dict[str, int]:
     """Each memo's entries, by qualified name (``module.function``)."""
-    return {f"{m.__module__}.{m.__qualname__}": m.cache_info().currsize for m in _MEMOS}
+    return {_name(m): m.cache_info().currsize for m in _MEMOS}
 
 
 class MemoScope:
