@@ -94,7 +94,7 @@ def _parse(text: str, where: str) -> list[AttackScript]:
     return scripts
 
 
-@cache
+@cache  # not a session memo (core/memo.py): the bundled data file, read-only, read once per process
 def bundled_attacks() -> tuple[AttackScript, ...]:
     """The bundled library, in file order."""
     text = resources.files("pytest_ragdive").joinpath("attacks", "data", "library.yaml").read_text(encoding="utf-8")

@@ -67,7 +67,7 @@ class _PoisonFile(BaseModel):
     documents: list[PoisonDoc] = Field(min_length=1)
 
 
-@cache
+@cache  # not a session memo (core/memo.py): the bundled data file, read-only, read once per process
 def load_poison() -> tuple[PoisonDoc, ...]:
     """The bundled poisoned documents (read once)."""
     import yaml

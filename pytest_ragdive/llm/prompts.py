@@ -43,7 +43,7 @@ class Prompt(BaseModel):
         return msgs
 
 
-@cache
+@cache  # not a session memo (core/memo.py): the bundled prompt files, read-only, read once per process
 def load_prompt(prompt_id: str, directory: str | None = None) -> Prompt:
     import yaml
 

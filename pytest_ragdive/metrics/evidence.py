@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..core.memo import memo
 from ..core.records import Coverage, Evidence, Support, SupportVerdict
 from .grounding import COVERAGE_RULE, GROUNDED_UNIT, SUPPORT_RULE, Rule, fact_evidence, unit_supports
 from .lexical import ContextLike, _context_text, _terms
@@ -59,7 +59,7 @@ def verdict_of(score: float) -> SupportVerdict:
     return "partial" if score >= PARTIAL_SUPPORT - 1e-9 else "unsupported"
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def _clip(text: str, n: int = SPAN_CHARS) -> str:
     """(Cached: a span is a sentence of a retrieved context, and contexts repeat across
     conversations, so their spans are one string each, not one per turn held.)"""
@@ -67,7 +67,7 @@ def _clip(text: str, n: int = SPAN_CHARS) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def _word_terms(text: str) -> tuple[tuple[str, str], ...]:
     """Each word of ``text`` that has a match term, with its first (once per text: units and
     facts repeat their sources' sentences across turns)."""
@@ -165,7 +165,7 @@ def reference_coverage(answer: str | None, ground_truth: str, rule: Rule = COVER
             for text, covered, missing in _coverage_rows(answer, ground_truth, rule)]
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _coverage_rows(answer: str | None, ground_truth: str, rule: Rule) -> tuple[tuple[str, float, tuple[str, ...]], ...]:
     if not ground_truth or is_unanswerable(ground_truth):
         return ()

@@ -49,9 +49,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal, NamedTuple
 
+from ..core.memo import memo
 from .keyfacts import STRETCH_RE, key_share
 from .lexical import ContextLike, _context_text, _terms, _token_set
 from .text import asserted_units, has_abstention, is_abstention, is_no_answer, is_unanswerable, strip_citations
@@ -217,7 +217,7 @@ class _AgainstContexts(NamedTuple):
     lex_windows: tuple[Window | None, ...]
 
 
-@lru_cache(maxsize=1024)
+@memo(maxsize=1024)
 def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: bool, only_unsure: bool) -> _AgainstContexts:
     union = terms_of(texts)
     keep = [u for u in units if _terms(u)]
@@ -243,7 +243,7 @@ def _against_contexts(units: tuple[str, ...], texts: tuple[str, ...], semantic: 
     return _AgainstContexts(tuple(keep), tuple(lexicals), tuple(ask), tuple(best), tuple(lex_windows))
 
 
-@lru_cache(maxsize=16384)
+@memo(maxsize=16384)
 def _lexical_sentence(unit: str, text: str) -> tuple[tuple[int, int], int] | None:
     """The sentence of one context holding most of ``unit``'s terms, the first of the most
     specific of those (its index among the context's sentence windows), and its rank; keyed
@@ -257,7 +257,7 @@ def _lexical_sentence(unit: str, text: str) -> tuple[tuple[int, int], int] | Non
     return best
 
 
-@lru_cache(maxsize=1024)
+@memo(maxsize=1024)
 def _unit_evidence(
     units: tuple[str, ...], texts: tuple[str, ...], conversation: tuple[str, ...], semantic: bool, only_unsure: bool
 ) -> tuple[UnitEvidence | None, ...]:
@@ -311,7 +311,7 @@ def unit_supports(
     return list(_unit_supports(answer, texts, tuple(c for c in conversation if _terms(c)), rule))
 
 
-@lru_cache(maxsize=2048)
+@memo(maxsize=2048)
 def _unit_supports(answer: str, texts: tuple[str, ...], conversation: tuple[str, ...], rule: Rule) -> tuple[Support, ...]:
     units = asserted_units(strip_citations(answer))
     evidence = _unit_evidence(tuple(units), texts, conversation, rule.semantic, not rule.needs_cosine_when_lexical_full)
@@ -361,7 +361,7 @@ def fact_evidence(
     return list(_fact_evidence(tuple(facts), tuple(answer_units), semantic, only_unsure))
 
 
-@lru_cache(maxsize=1024)
+@memo(maxsize=1024)
 def _fact_evidence(
     facts: tuple[str, ...], answer_units: tuple[str, ...], semantic: bool, only_unsure: bool
 ) -> tuple[FactEvidence, ...]:
@@ -470,7 +470,7 @@ def correctness(answer: str | None, ground_truth: str, rule: Rule = COVERAGE_RUL
     return _correctness(answer, ground_truth, rule)
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _correctness(answer: str | None, ground_truth: str, rule: Rule) -> float | None:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))

@@ -37,8 +37,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
+from ..core.memo import memo
 from .text import _SEPARATORS_RE, STOPWORDS, _term, match_terms, normalize_answer
 from .windows import exact_terms
 
@@ -54,12 +54,12 @@ _SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "%": "percen
 _SIGN_RE = re.compile(r"([$€£¥])\s?(\d[\d,.]*)|(\d[\d,.]*)\s?([%€$£])")
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def _is_number(term: str) -> bool:
     return any(ch.isdigit() for ch in term)
 
 
-@lru_cache(maxsize=64)
+@memo(maxsize=64)
 def _unit_term(word: str) -> str:
     terms = match_terms(word)
     return terms[0] if terms else word
@@ -89,7 +89,7 @@ def _terms_with_scope(text: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return tuple(seq), tuple(scope)
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _read(text: str) -> _Unit:
     seq, scope = _terms_with_scope(text)
     numbers: dict[str, set[str]] = {}
@@ -135,7 +135,7 @@ def _best_units(fact: _Unit, answer: Sequence[_Unit]) -> list[_Unit]:
     return [u for n, u in scored if n == top]
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def key_check(fact: str, answer_units: tuple[str, ...]) -> KeyCheck:
     """The key terms of ``fact`` and which of them the answer's units lack (module docstring)."""
     f = _read(fact)
@@ -176,7 +176,7 @@ def key_check(fact: str, answer_units: tuple[str, ...]) -> KeyCheck:
 STRETCH_RE = re.compile(r"(\s*(?:,|;|:|\s[-\u2013\u2014])\s+)")
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def stretches(unit: str) -> tuple[str, ...]:
     """The pieces of ``unit`` between its commas (semicolons, colons, dashes), stripped."""
     return tuple(p.strip() for p in STRETCH_RE.split(unit)[::2] if p.strip())

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Protocol
 
+from ..core.memo import memo
 from .text import (
     STOPWORDS,
     citation_markers,
@@ -65,17 +65,17 @@ ContextLike = str | _HasText
 # --------------------------------------------------------------------------- token sets
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _content_set(text: str) -> frozenset[str]:
     return frozenset(content_tokens(text))
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _token_set(text: str) -> frozenset[str]:
     return frozenset(tokens(text))
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def _terms(text: str) -> frozenset[str]:
     return frozenset(match_terms(text)) - _DISCOURSE
 
@@ -109,7 +109,7 @@ def answer_f1(answer: str, ground_truth: str) -> float:
     return _answer_f1(answer, ground_truth)
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _answer_f1(answer: str, ground_truth: str) -> float:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))
@@ -135,7 +135,7 @@ def exact_match(answer: str, ground_truth: str) -> float:
     return _exact_match(answer, ground_truth)
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _exact_match(answer: str, ground_truth: str) -> float:
     if is_unanswerable(ground_truth):
         return float(has_abstention(answer))

@@ -63,7 +63,7 @@ class RagasInvalidOutput(ValueError):
     """Our client got no valid structured output for a ragas prompt (after its repair call)."""
 
 
-@functools.cache  # an import, done once per process as Python's own import is
+@functools.cache  # not a session memo (core/memo.py): an import, done once per process as Python's own import is
 def require_ragas() -> Mapping[str, Any]:
     """Import ragas (telemetry off); the classes this backend uses, by name (read-only)."""
     os.environ["RAGAS_DO_NOT_TRACK"] = "true"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
+from ..core.memo import memo
 from ..core.records import Turn
 from .lexical import citation_markers
 from .pii import PiiCheck, PiiHit
@@ -26,7 +26,7 @@ DEFAULT_PII = PiiCheck()
 _NON_WORD_RE = re.compile(r"[^\w]+|_+")
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def normalize_for_match(text: str) -> str:
     """Lowercase, every run of punctuation/whitespace turned into one space, trimmed.
     ("Guaranteed-Refund!" and "guaranteed  refund" both become "guaranteed refund".)"""
@@ -57,7 +57,7 @@ def pii_hits(answer: str | None, pii: PiiCheck = DEFAULT_PII) -> list[PiiHit]:
     return list(_pii_hits(answer, pii))
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _pii_hits(answer: str | None, pii: PiiCheck) -> tuple[PiiHit, ...]:
     return tuple(pii.find(answer))
 

@@ -129,7 +129,7 @@ class Embedder:
         return self.embed(a) @ self.embed(b).T
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1)  # not a session memo (core/memo.py): the embedded model (30 MB, read-only), loaded once per process
 def embedder() -> Embedder:
     """The process's embedder, loaded on first use (:func:`model_files`)."""
     weights, tokenizer_file = model_files()

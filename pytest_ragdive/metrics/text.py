@@ -51,8 +51,9 @@ Unanswerable ground truth
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import NamedTuple
+
+from ..core.memo import memo
 
 __all__ = [
     "EQUIVALENTS",
@@ -93,7 +94,7 @@ _WS_RE = re.compile(r"\s+")
 _SEPARATORS_RE = re.compile(r"[-/–—]")
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation: lowercase, delete punctuation, remove a/an/the, collapse whitespace."""
     s = text.lower()
@@ -189,7 +190,7 @@ EQUIVALENTS: dict[str, str] = {
 }
 
 
-@lru_cache(maxsize=65536)
+@memo(maxsize=65536)
 def _term(token: str) -> str:
     t = _NUMBER_WORDS.get(token, token)
     if t.isdigit():
@@ -198,7 +199,7 @@ def _term(token: str) -> str:
     return EQUIVALENTS.get(s, s)
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def match_terms(text: str) -> tuple[str, ...]:
     """The content tokens of ``text`` as match terms (hyphens split, stemmed, number words as
     digits, ``EQUIVALENTS`` applied), in order, duplicates kept. Negated contractions
@@ -238,7 +239,7 @@ _ABBREVIATIONS = frozenset(
 )
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _split_sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for line in text.splitlines():
@@ -334,7 +335,7 @@ class _Sentence(NamedTuple):
     kept: str | None  # what of it the substantive text keeps (None: a courtesy sentence, left out)
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def _sentence(sentence: str) -> _Sentence | None:
     """One sentence's part of :func:`_analyse` (None: no token, or a filler), once per sentence:
     answers repeat their sources' sentences across turns and conversations."""
@@ -357,7 +358,7 @@ def _sentence(sentence: str) -> _Sentence | None:
     return _Sentence(whole, some or whole, tuple(units), sentence if len(own) == len(clauses) else " ".join(own))
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _analyse(answer: str) -> _Analysis:
     first: bool | None = None
     some = False

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..core.memo import memo
 from .lexical import _terms
 from .text import match_terms, split_sentences
 
@@ -37,7 +37,7 @@ class Window:
 _WORD_RE = re.compile(r"[A-Za-z0-9][\w'’-]*")
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def exact_terms(text: str) -> frozenset[str]:
     """The terms of ``text`` an embedding cannot be trusted with: numbers, negation
     (``not``, which "never", "no" and "don't" become) and names (capitalised words after
@@ -70,7 +70,7 @@ def windows_of(pieces: Sequence[tuple[int, int, int, str]]) -> list[Window]:
     return singles + pairs
 
 
-@lru_cache(maxsize=4096)
+@memo(maxsize=4096)
 def _text_windows(source: int, text: str) -> tuple[tuple[Window, ...], tuple[Window, ...]]:
     """The sentence windows of one text (those with a term), then its adjacent pairs, as
     context ``source``: once per document and rank, however the turns combine the documents
@@ -87,7 +87,7 @@ def _text_windows(source: int, text: str) -> tuple[tuple[Window, ...], tuple[Win
     return tuple(windows[: len(pieces)]), tuple(windows[len(pieces) :])
 
 
-@lru_cache(maxsize=512)
+@memo(maxsize=512)
 def prepare(texts: tuple[str, ...]) -> Prepared:
     sentences: list[Window] = []
     pairs: list[Window] = []
@@ -98,7 +98,7 @@ def prepare(texts: tuple[str, ...]) -> Prepared:
     return Prepared(terms_of(texts), (*sentences, *pairs), tuple(sentences))
 
 
-@lru_cache(maxsize=512)
+@memo(maxsize=512)
 def terms_of(texts: tuple[str, ...]) -> frozenset[str]:
     """The union of the texts' match terms (a turn whose units the contexts hold in full
     needs no more of them than this: no windows)."""
@@ -108,7 +108,7 @@ def terms_of(texts: tuple[str, ...]) -> frozenset[str]:
     return frozenset(union)
 
 
-@lru_cache(maxsize=512)
+@memo(maxsize=512)
 def window_matrix(texts: tuple[str, ...]) -> np.ndarray:
     """The embeddings of a set of windows' texts, once per set (contexts repeat across turns)."""
     from .semantic import embedder

@@ -50,6 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _clear_memos()  # a session starts with empty scoring memos (a second in-process session too)
     config.addinivalue_line("markers", "ragdive: a conversation run by pytest-ragdive")
     config.addinivalue_line("markers", "ragdive_core: a conversation of the ragdive core suite (every PR)")
     config.addinivalue_line("markers", "ragdive_extended: a conversation of the ragdive extended suite (main)")
@@ -60,6 +61,19 @@ def pytest_configure(config: pytest.Config) -> None:
         from .controller import activate
 
         _usage(lambda: activate(config, wanted))
+
+
+@pytest.hookimpl(trylast=True)  # after the role's own clean-up: the reports are written
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's scoring memos go with it, in every process (a plain run, the xdist
+    controller and each worker), whatever the run's outcome."""
+    _clear_memos()
+
+
+def _clear_memos() -> None:
+    from ..core.memo import clear_memos  # (functools only: importing it keeps the plugin cheap)
+
+    clear_memos()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

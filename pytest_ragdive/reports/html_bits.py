@@ -3,8 +3,7 @@ tables and labelled fields. Every text that came from a run is untrusted and esc
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from ..core.memo import memo
 from ..metrics.registry import METRICS
 from .charts import e
 
@@ -42,7 +41,7 @@ def table(head: list[str], rows: list[list[str]], row_classes: list[str] | None 
     return "".join(out)
 
 
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def esc(text: str) -> str:
     """``e(text)`` of a text that repeats across conversations (metric names, retrieved contexts)."""
     return e(text)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.config import RagdiveConfig, load_config
 from ..core.errors import TargetError
+from ..core.memo import MemoScope
 from ..core.records import Conversation
 from ..core.results import SuiteResult
 from ..metrics.aggregate import aggregate
@@ -40,7 +41,8 @@ def run_suite(
         cfg.use_metrics(build_registry(cfg, metrics))
     if suite not in cfg.suites:
         raise ValueError(f"suite {suite!r} is not configured (configured: {', '.join(cfg.suites) or 'none'})")
-    with cfg.metrics.active():  # what METRICS reads while this suite runs and aggregates
+    # the scoring memos live as long as this run (core/memo.py): a second call starts empty
+    with MemoScope(), cfg.metrics.active():  # what METRICS reads while this suite runs and aggregates
         notes: list[str] = []
         plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
         pipeline = Pipeline(cfg)

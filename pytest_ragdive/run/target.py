@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import hashlib
 import importlib
 import inspect
@@ -38,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core.errors import TargetError, TargetTimeout
+from ..core.memo import memo
 from ..core.records import CallInfo, Document, TargetResponse
 from .gil import GilShare
 from .watchdog import InFlight
@@ -59,7 +59,7 @@ class AsyncTarget(Protocol):
     def __call__(self, messages: History, call_info: CallInfo | None = None) -> Awaitable[TargetResponse]: ...
 
 
-@functools.lru_cache(maxsize=256)  # asked once per turn of a conversation
+@memo(maxsize=256)  # asked once per turn of a conversation
 def call_seed(suite: str, conversation_id: str, run: int) -> int:
     """The stable seed of one conversation in one run (31 bits of a SHA-256)."""
     digest = hashlib.sha256(f"{suite}\x00{conversation_id}\x00{run}".encode()).digest()

@@ -61,7 +61,7 @@ class _Reply(BaseModel):
         return cls.strict_schema
 
 
-@cache
+@cache  # not a session memo (core/memo.py): one class per set of SPECS names (constants, a few), built once per process
 def reply_schema(parts: tuple[str, ...]) -> type[BaseModel]:
     """The reply model of a combined call asking for ``parts`` (one class per set, so that
     the client builds its schema once)."""
