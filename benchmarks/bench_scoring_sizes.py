@@ -82,7 +82,7 @@ CONFTEST = textwrap.dedent(
             return (yield)
         finally:
             mod = sys.modules.get("bench_target")
-            with open(os.environ["BENCH_SIZES_OUT"], "w") as f:
+            with open(os.path.join(os.environ["BENCH_SIZES_OUT"], f"{os.getpid()}.json"), "w") as f:  # one a process
                 json.dump({"target": mod.spent[0] if mod else 0.0, "calls": mod.spent[1] if mod else 0}, f)
     '''
 )
@@ -126,8 +126,9 @@ def make_project(root: Path, conversations: int, sents: list[str]) -> None:
     ))
 
 
-def run(root: Path, tree: Path, answer: int, context: int) -> dict[str, float]:
-    out = root / "out.json"
+def run(root: Path, tree: Path, answer: int, context: int, workers: int = 0) -> dict[str, float]:
+    out = root / "out"
+    out.mkdir()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(root)]), BENCH_SIZES_OUT=str(out),
                BENCH_SIZES_SENTENCES=str(root / "sentences.json"), BENCH_SIZES_ANSWER=str(answer),
                BENCH_SIZES_CONTEXT=str(context))
@@ -135,14 +136,15 @@ def run(root: Path, tree: Path, answer: int, context: int) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragdive-suite=core",
-                           f"--ragdive-report-dir={root / 'report'}"], cwd=root, env=env, capture_output=True, text=True)
+                           f"--ragdive-report-dir={root / 'report'}", *(["-n", str(workers)] if workers else [])],
+                          cwd=root, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1) or not out.exists():  # 1: a check failed (the answers invent on purpose)
+    dumps = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    if proc.returncode not in (0, 1) or not dumps:  # 1: a check failed (the answers invent on purpose)
         sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
-    data = json.loads(out.read_text())
     return {"wall": wall, "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            "target": data["target"], "calls": data["calls"]}
+            "target": sum(d["target"] for d in dumps), "calls": sum(d["calls"] for d in dumps)}
 
 
 def main() -> None:
@@ -151,10 +153,14 @@ def main() -> None:
                     help="AxC: answer sentences x sentences per context (five contexts a turn)")
     ap.add_argument("--conversations", type=int, default=40)
     ap.add_argument("--plugin-tree", type=Path, default=ROOT, help="the checkout whose pytest_ragdive runs")
+    ap.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers (0: plain)")
     args = ap.parse_args()
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
     sents = sentences()
-    print(f"{args.conversations} five-turn conversations per size, five contexts a turn, plain, offline; "
+    mode = f"-n {args.workers}" if args.workers else "plain"
+    blas = os.environ.get("OPENBLAS_NUM_THREADS")
+    print(f"{args.conversations} five-turn conversations per size, five contexts a turn, {mode}, offline"
+          f"{f', OPENBLAS_NUM_THREADS={blas}' if blas else ''}; "
           f"plugin from {args.plugin_tree}; {os.cpu_count()} CPUs\n")
     print("| answer sentences x context sentences | turns | wall s | CPU s | bot CPU s | plugin ms per turn | "
           "added per turn ms |")
@@ -164,7 +170,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
             make_project(root, args.conversations, sents)
-            r = run(root, args.plugin_tree.resolve(), a, c)
+            r = run(root, args.plugin_tree.resolve(), a, c, args.workers)
         turns = args.conversations * 5
         per = 1000 * (r["cpu"] - r["target"]) / turns
         first = per if first is None else first

@@ -418,6 +418,7 @@ def activate(config: pytest.Config, asked: bool) -> None:
         role = DistWorker(sess)
     elif config.pluginmanager.hasplugin("xdist") and _distributed(config):
         role = DistController(sess)
+        _share_cores(config)
     else:
         role = Central(sess)
     if not isinstance(role, DistController):
@@ -425,6 +426,18 @@ def activate(config: pytest.Config, asked: bool) -> None:
     for name in sess.cfg.suites:
         config.addinivalue_line("markers", f"ragdive_{name}: a conversation of the ragdive {name} suite")
     config.pluginmanager.register(role, "ragdive-role")
+
+
+def _share_cores(config: pytest.Config) -> None:
+    """With ``-n N``, the workers' numeric libraries get N-th of the cores each
+    (:mod:`.worker_threads`): set before pytest-xdist starts them, taken back at the end."""
+    workers = getattr(config.option, "numprocesses", None)
+    if isinstance(workers, int) and workers > 0:
+        from .worker_threads import WorkerThreads
+
+        threads = WorkerThreads(workers)
+        threads.apply()
+        config.add_cleanup(threads.restore)
 
 
 def _distributed(config: pytest.Config) -> bool:
