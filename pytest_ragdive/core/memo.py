@@ -14,7 +14,8 @@ a call costs exactly the C lru_cache's lookup. The registry is filled at import 
 only, as a plugin registry is. Left out, as per-process resources or read-only data
 rather than session state: the prompt files (``llm/prompts.py``), the bundled attack and
 poison data (``attacks/``), the ragas import (``metrics/ragas_backend.py``), the embedded
-model (``metrics/semantic.embedder``) and the combined judge's reply classes
+model (``metrics/semantic.embedder``: its rows per text are the session's, emptied with the
+memos through :func:`hold_with_memos`) and the combined judge's reply classes
 (``metrics/judged/combined.py``); ``tests/core/test_memo.py`` holds the list.
 """
 
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-__all__ = ["MemoScope", "Memoised", "clear_memos", "memo", "memo_sizes"]
+__all__ = ["MemoScope", "Memoised", "clear_memos", "hold_with_memos", "memo", "memo_sizes"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -67,15 +68,27 @@ def _name(m: Memoised[..., Any]) -> str:
     return f"{m.__module__}.{m.__qualname__}"
 
 
+#: other session caches an object keeps of its own (the embedded model's per-text rows):
+#: name -> (its size, how to empty it), emptied with the memos
+_HELD: dict[str, tuple[Callable[[], int], Callable[[], None]]] = {}
+
+
+def hold_with_memos(name: str, size: Callable[[], int], clear: Callable[[], None]) -> None:
+    """A cache an object of the process keeps (not a function's): sized and emptied with the memos."""
+    _HELD[name] = (size, clear)
+
+
 def clear_memos() -> None:
     """Empty every memo (at a session's start and end)."""
     for m in _MEMOS:
         m.cache_clear()
+    for _, clear in _HELD.values():
+        clear()
 
 
 def memo_sizes() -> dict[str, int]:
     """Each memo's entries, by qualified name (``module.function``)."""
-    return {_name(m): m.cache_info().currsize for m in _MEMOS}
+    return {**{_name(m): m.cache_info().currsize for m in _MEMOS}, **{k: size() for k, (size, _) in _HELD.items()}}
 
 
 class MemoScope:

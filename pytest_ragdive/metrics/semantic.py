@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import FatalRunError, UsageError
+from ..core.memo import hold_with_memos
 
 if TYPE_CHECKING:
     import numpy as np
@@ -76,6 +77,13 @@ class Embedder:
         self.tokenizer = tokenizer
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()  # scoring may run in worker threads (the NLI tier)
+        # the model is the process's; its rows per text are the session's (core/memo.py)
+        hold_with_memos(f"{__name__}.Embedder.rows", lambda: len(self._cache), self.forget)
+
+    def forget(self) -> None:
+        """Drop the rows kept per text (a session's end)."""
+        with self._lock:
+            self._cache.clear()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One unit-length row per text (a text without a token: a zero row)."""
