@@ -585,20 +585,28 @@ class LLMCache:
     def presence_others(self, token: str) -> int:
         """How many live presence rows other than ``token``'s the cache holds (at most 64 read;
         an error counts as one: claim)."""
+        return self.presence_of_others(token)[0]
+
+    def presence_of_others(self, token: str) -> tuple[int, int]:
+        """The live presence rows other than ``token``'s (at most 64 read; an error counts as
+        one: claim), and how many of those say their client does not claim yet (a row that
+        does not say, or cannot be read, counts as claiming: nobody waits on it)."""
         if self.unusable is not None:
-            return 1
+            return 1, 0
         try:
             rows = self.db._con.execute(_PRESENCE, (PRESENCE, PRESENCE_END)).fetchall()
         except Exception:  # noqa: BLE001 - cannot tell: claim
-            return 1
+            return 1, 0
         now = time.time()
-        n = 0
+        n = unready = 0
         for key, expire_time, mode, filename, value in rows:
             if key == PRESENCE + token or (expire_time is not None and expire_time <= now):
                 continue
             if mode != _MODE_RAW or filename is not None or not isinstance(value, str) or not is_stale(value, None, now):
                 n += 1  # anything not plainly stale counts: claiming when in doubt costs only CPU
-        return n
+                m = parse(value)
+                unready += isinstance(m, Marker) and not m.claims
+        return n, unready
 
     def presence_leave(self, token: str) -> None:
         """Delete ``token``'s presence row (never reopens a closed cache)."""

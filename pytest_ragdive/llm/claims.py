@@ -61,6 +61,7 @@ class Marker(BaseModel):
     started: str | None = None  # the holder's process start time (see process_start)
     token: str
     heartbeat: float  # wall-clock time of the last refresh
+    claims: bool = True  # a presence row: whether that client claims its calls now (.presence)
 
     def dump(self) -> str:
         return self.model_dump_json()

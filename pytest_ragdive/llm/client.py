@@ -27,6 +27,7 @@ Event loops
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -479,7 +480,8 @@ class LLMClient:
     async def _claim_in_flight(self, keys: list[str]) -> None:
         """Claim the calls in flight without a claim (another process has come, .presence),
         each kept alive until its call ends; a claim made for a call that ended meanwhile is
-        released."""
+        released. Then every answer queued and not stored yet is written: the newcomer finds
+        each answer of this process stored or claimed."""
         writes, heartbeats, presence = self._writes, self._heartbeats, self._presence
         if writes is None or heartbeats is None or presence is None:
             return
@@ -491,6 +493,8 @@ class LLMClient:
                 heartbeats.hold(key)
             else:
                 writes.release(key)
+        with contextlib.suppress(Exception):  # a cache that fails its writes is reported by them
+            await writes.flush()
 
     async def _store(self, key: str, resp: CachedResponse) -> None:
         if self._writes is not None:

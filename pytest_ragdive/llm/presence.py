@@ -12,11 +12,19 @@ Alone
     for others every :data:`CHECK_S` seconds (one read).
 
 A second process joins
-    It writes its presence row and, seeing the first one, waits :data:`JOIN_DELAY_S`
-    before its first claim. Within that time the first notices it and claims every call it
-    has in flight without a claim, so the newcomer waits for those answers instead of
-    asking again: processes sharing a cache still never repeat a request. (An event loop
-    blocked for longer than the delay could let a call in flight be asked twice.)
+    Each row says whether its client claims now (``Marker.claims``). The newcomer writes
+    its row, sees the first one, says it claims, and sends nothing until every other row
+    says so too. The first notices it within :data:`CHECK_S`, claims every call it has in
+    flight without a claim, writes the answers it has not stored yet, and only then says
+    it claims: the newcomer finds each of those answers stored or claimed, and waits for
+    it instead of asking again. Processes sharing a cache never repeat a request, however
+    loaded the machine (a fixed delay did not hold under load). A process whose loop is
+    blocked longer than :data:`JOIN_WAIT_MAX_S` is not waited for (its calls in flight
+    could then be asked twice).
+
+Alone again
+    When the others have gone, a client says it does not claim before it sends a call
+    without a claim, so a newcomer waits for it as above.
 
 Leaving
     The row is deleted when the client closes; a killed process's row is stale at once
@@ -32,12 +40,12 @@ from collections.abc import Awaitable, Callable
 from .cache import LLMCache
 from .claims import HEARTBEAT_S, new_marker
 
-__all__ = ["CHECK_S", "JOIN_DELAY_S", "Presence"]
+__all__ = ["CHECK_S", "JOIN_WAIT_MAX_S", "Presence"]
 
-#: how often a client that is alone looks for others
+#: how often a client that is alone looks for others (and a newcomer looks whether they claim)
 CHECK_S = 0.05
-#: how long a client that finds others waits before its first claim
-JOIN_DELAY_S = 0.25
+#: the longest a newcomer waits for the clients already there to say they claim
+JOIN_WAIT_MAX_S = 10.0
 
 
 class Presence:
@@ -85,32 +93,40 @@ class Presence:
         return False
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            self.shared = await self._beat()
-            if self.shared:
-                await asyncio.sleep(JOIN_DELAY_S)  # the processes already there claim what they have in flight
+            self.shared = await self._beat(claims=False)
+            if self.shared:  # others are there: claim from the first call, once they all do
+                await self._beat(claims=True)
+                until = loop.time() + JOIN_WAIT_MAX_S
+                while self._cache.presence_of_others(self.marker.token)[1] and loop.time() < until:
+                    await asyncio.sleep(CHECK_S)
         finally:
             self._joined.set()
-        loop = asyncio.get_running_loop()
         beat = loop.time()
         while True:
             await asyncio.sleep(HEARTBEAT_S if self.shared else CHECK_S)
             if loop.time() - beat >= 0.75 * HEARTBEAT_S:
-                others = await self._beat()
+                others = await self._beat(claims=self.shared)
                 beat = loop.time()
             else:
                 others = self._cache.presence_others(self.marker.token) > 0
             if others and not self.shared:
                 self.shared = True  # new calls claim from now on; the ones in flight are claimed here
-                keys = sorted(self._unclaimed)
-                if keys:
-                    await self._claim_in_flight(keys)
-            elif not others:
-                self.shared = False
+                await self._claim_in_flight(sorted(self._unclaimed))  # and the answers not stored yet written
+                await self._beat(claims=True)  # the newcomer may go on
+                beat = loop.time()
+            elif not others and self.shared:
+                # alone again: say so before a call goes without a claim (a newcomer waits for it)
+                if not await self._beat(claims=False):
+                    self.shared = False
+                else:
+                    await self._beat(claims=True)
+                beat = loop.time()
 
-    async def _beat(self) -> bool:
-        """Renew this client's row; whether another live one is there."""
-        self.marker = self.marker.beat()
+    async def _beat(self, claims: bool) -> bool:
+        """Renew this client's row (saying whether it claims now); whether another live one is there."""
+        self.marker = self.marker.beat().model_copy(update={"claims": claims})
         return bool(await self._io(self._cache.presence_beat, self.marker))
 
     def stop(self) -> None:

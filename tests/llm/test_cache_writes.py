@@ -279,3 +279,37 @@ def test_a_process_that_joins_waits_for_the_calls_in_flight_of_one_that_was_alon
         assert server.request_count == 10  # nobody asked again
         answers, markers = _rows(tmp_path / "c")
         assert len(answers) == 10 and markers == [] and _presence_rows(tmp_path / "c") == []
+
+
+def test_a_joiner_waits_for_the_first_to_say_it_claims_however_late_it_notices(tmp_path: Path) -> None:
+    """On a loaded machine the first client notices the second late (here 0.8 s: longer than
+    any fixed delay a joiner could wait): the second sends nothing until the first says it
+    claims, and then finds every answer stored or claimed; nobody asks twice."""
+    with FakeLLMServer(lambda body: {"score": 0.5}, latency_s=0.3) as server:
+        cfg = config_for(server, cache_dir=str(tmp_path / "c"), llm={"transport": "openai_http", "max_in_flight": 16})
+        msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(10)]
+
+        async def run() -> list[bool]:
+            first, second = LLMClient.from_config(cfg), LLMClient.from_config(cfg)
+            try:
+                a = [asyncio.create_task(first.complete_json("judge", m, Score)) for m in msgs]
+                await asyncio.sleep(0.1)  # alone: its calls are in flight without claims
+                assert first._presence is not None and await first._presence.alone()
+                assert first.cache is not None
+                seen, blind_until = first.cache.presence_of_others, time.monotonic() + 0.8
+
+                def late(token: str) -> tuple[int, int]:  # the first's loop runs late: it sees nobody yet
+                    return (0, 0) if time.monotonic() < blind_until else seen(token)
+
+                first.cache.presence_of_others = late  # type: ignore[method-assign]
+                b = await asyncio.gather(*(second.complete_json("judge", m, Score) for m in msgs))
+                await asyncio.gather(*a)
+                return [r.cached for r in b]
+            finally:
+                await first.aclose()
+                await second.aclose()
+
+        assert asyncio.run(run()) == [True] * 10
+        assert server.request_count == 10  # nobody asked again
+        answers, markers = _rows(tmp_path / "c")
+        assert len(answers) == 10 and markers == [] and _presence_rows(tmp_path / "c") == []
