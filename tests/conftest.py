@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 import textwrap
+from pathlib import Path
+from types import ModuleType
 
 # Imported here so that pytester's in-process runs, which restore sys.modules
 # after each run, never import numpy twice (its C core cannot be reloaded).
@@ -34,6 +38,17 @@ def without_langsmith(addopts: str = "") -> str:
 
 
 os.environ["PYTEST_ADDOPTS"] = without_langsmith(os.environ.get("PYTEST_ADDOPTS", ""))
+
+
+def load_script(path: Path) -> ModuleType:
+    """A script that is not a package module (a benchmark, a docs generator), imported by path
+    under its file name (registered in sys.modules: its dataclasses need it)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

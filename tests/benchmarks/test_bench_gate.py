@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import load_script
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -16,12 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_gate", ROOT / "benchmarks" / "bench_gate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_gate"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "benchmarks" / "bench_gate.py")
 
 
 def test_bench_gate_records_and_decides_like_the_plugin() -> None:

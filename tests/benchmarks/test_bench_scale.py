@@ -3,13 +3,12 @@ against it, with the gate's own time and memory measured inside the concluding p
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import load_script
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -17,12 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "benchmarks" / "bench_scale.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "benchmarks" / "bench_scale.py")
 
 
 def test_the_gated_mode_records_then_gates_and_measures_the_gate(tmp_path: Path) -> None:

@@ -3,13 +3,12 @@ contexts have the sizes asked for, the bot's own CPU measured apart from the plu
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import load_script
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -17,12 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_scoring_sizes", ROOT / "benchmarks" / "bench_scoring_sizes.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scoring_sizes"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "benchmarks" / "bench_scoring_sizes.py")
 
 
 def test_the_bot_answers_in_the_sizes_asked_and_the_plugin_scores_every_turn(tmp_path: Path) -> None:

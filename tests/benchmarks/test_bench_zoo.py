@@ -5,7 +5,6 @@ a knob with the real pytest command."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import urllib.request
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import load_script
 
 from pytest_ragdive.sources.golden import load_conversations, load_corpus, load_single_turn
 
@@ -151,11 +151,7 @@ def test_http_bot_answers_in_its_own_shape_with_knobs_from_headers() -> None:
 
 @pytest.mark.slow
 def test_bench_records_a_baseline_and_gates_knobs_with_real_pytest(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bench_zoo", ROOT / "benchmarks" / "bench_zoo.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_zoo"] = mod
-    spec.loader.exec_module(mod)
+    mod = load_script(ROOT / "benchmarks" / "bench_zoo.py")
     out = mod.main(["--bots", "keyword", "--knobs", "invent_fact", "--runs", "2", "--reruns", "0",
                     "--workdir", str(tmp_path), "--out", str(tmp_path / "zoo.json")])
     gates = out["bots"]["keyword"]["gates"]

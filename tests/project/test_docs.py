@@ -5,14 +5,13 @@ MkDocs nav (``mkdocs build --strict`` in .ci/run checks links and anchors too)."
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import yaml
+from conftest import load_script
 
 from pytest_ragdive.metrics.registry import ARROW, METRICS
 
@@ -29,12 +28,7 @@ QUICK_START = (
 
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_reference", DOCS / "gen_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_reference"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(DOCS / "gen_reference.py")
 
 
 def test_every_config_key_has_a_line(gen: ModuleType) -> None:
