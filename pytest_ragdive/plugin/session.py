@@ -31,7 +31,7 @@ from ..run.frameworks import framework_of
 from ..run.held import HeldConversations
 from ..run.pipeline import Pipeline
 from ..run.planning import Plan, plan_all
-from ..run.target import AsyncTarget, TargetError, as_async
+from ..run.target import AsyncTarget, TargetError
 from .options import cli_values, config_dirs, flag_names
 from .progress import Progress
 from .threads import ThreadCensus
@@ -206,11 +206,7 @@ class RagdiveSession:
 
     def _wrap(self, target: Any) -> AsyncTarget:
         """The target as the pipeline calls it: timed out, scrubbed of the run's secrets, watched."""
-        p = self.pipeline
-        # with an LLM in the run, calls that hold the GIL go one at a time: the judge's replies
-        # are read sooner (offline, several at once keep their sections outside the GIL in parallel)
-        return as_async(target, self.cfg.target_timeout_s, secrets=p.secrets, calls=p.calls,
-                        gil_guard=self.cfg.llm_enabled())
+        return self.pipeline.wrap(target)
 
     def _check_target(self, target: Any, item: pytest.Item | None) -> None:
         """What the ``ragdive_target`` fixture gave, at its first use: None (a fixture that

@@ -15,7 +15,6 @@ from ..core.results import SuiteResult
 from ..metrics.aggregate import aggregate
 from .pipeline import Pipeline
 from .planning import plan_suite
-from .target import as_async
 
 
 def run_suite(
@@ -46,8 +45,7 @@ def run_suite(
         notes: list[str] = []
         plans = plan_suite(cfg, suite, runs, cfg.llm_enabled(), notes)
         pipeline = Pipeline(cfg)
-        atarget = as_async(target, cfg.target_timeout_s, secrets=pipeline.secrets, calls=pipeline.calls,
-                           gil_guard=cfg.llm_enabled())
+        atarget = pipeline.wrap(target)
         try:
             futures = [pipeline.submit(p, atarget) for p in plans]
             convs = [_result(pipeline, p.key, f) for p, f in zip(plans, futures, strict=True)]

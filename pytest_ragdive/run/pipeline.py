@@ -19,7 +19,7 @@ from ..llm.redact import run_secrets
 from ..plugin.progress import Snapshot
 from ..sources.golden import load_corpus
 from .planning import Plan
-from .target import AsyncTarget
+from .target import AsyncTarget, as_async
 from .turn_loop import BackgroundLoop, OnTurn, record_error, run_conversation, run_scripted
 from .watchdog import STOPPED, InFlight
 
@@ -138,6 +138,14 @@ class Pipeline:
         return snap
 
     # -- scheduling ---------------------------------------------------------
+    def wrap(self, target: Any) -> AsyncTarget:
+        """``target`` as the turn loop calls it: timed out, scrubbed of the run's secrets, watched;
+        with an LLM in the run, calls that hold the GIL go one at a time (the judge's replies are
+        read sooner; offline, several at once keep their sections outside the GIL in parallel)."""
+        cfg = self.cfg
+        return as_async(target, cfg.target_timeout_s, secrets=self.secrets, calls=self.calls,
+                        gil_guard=cfg.llm_enabled())
+
     def submit(self, plan: Plan, target: AsyncTarget) -> concurrent.futures.Future[Conversation]:
         """Start a plan (once; later calls return the same future)."""
         fut = self._futures.get(plan.key)
