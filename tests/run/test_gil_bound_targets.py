@@ -54,7 +54,10 @@ def test_a_target_that_computes_runs_one_call_at_a_time() -> None:
                 n += 1
             return n
 
-    _drive(threads, computes, rounds=6, at_once=8)
+    for _ in range(5):  # the share is CPU over wall: a burst of other load on the machine can hide it for a while
+        _drive(threads, computes, rounds=6, at_once=8)
+        if threads.gil.bound:
+            break
     assert threads.gil.bound and threads.gil.share is not None and threads.gil.share >= GIL_BOUND
     peak[0] = after
     _drive(threads, computes, rounds=3, at_once=8)
