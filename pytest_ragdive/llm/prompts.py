@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.memo import memo
+
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"  # the package's data folder pytest_ragdive/prompts/
 
 FENCE_NOTE = (
@@ -72,7 +74,11 @@ def neutralise(text: str) -> str:
     survive; then every run of two or more bracket-like characters is spelled
     out with spaces between them (``<<<`` becomes ``< < <``). Everything else
     is kept."""
-    if not text.isascii():
+    if text.isascii():
+        # the only bracket-like ASCII characters are < and >: no run without one of these pairs
+        if "<<" not in text and ">>" not in text and "<>" not in text and "><" not in text:
+            return text
+    else:
         text = unicodedata.normalize("NFKC", text)
         text = "".join(ch for ch in text if ch.isascii() or unicodedata.category(ch) != "Cf")
     return _BRACKET_RUN.sub(lambda m: " ".join(_ascii_bracket(c) for c in m.group(0)), text)
@@ -82,6 +88,7 @@ def _ascii_bracket(ch: str) -> str:
     return "<" if ch in _OPENERS else ">"
 
 
+@memo(1024)  # one context is fenced for each judge of each turn that retrieved it
 def fence(text: str, name: str) -> str:
     """Wrap untrusted text in markers that the text itself cannot close.
 

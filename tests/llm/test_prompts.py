@@ -27,3 +27,38 @@ def test_every_prompt_file_loads_with_a_version() -> None:
     for pid in ids:
         p = load_prompt(pid)
         assert p.id == pid and p.version
+
+
+def _neutralise_by_rule(text: str) -> str:
+    """The rule of :func:`neutralise` spelled out with no shortcut (normalise, drop format
+    characters, spell out every bracket run): the reference its fast path must agree with."""
+    import unicodedata
+
+    from pytest_ragdive.llm.prompts import _BRACKET_RUN, _OPENERS
+
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return _BRACKET_RUN.sub(lambda m: " ".join("<" if c in _OPENERS else ">" for c in m.group(0)), text)
+
+
+def test_neutralise_agrees_with_its_rule_on_random_text() -> None:
+    import random
+
+    from pytest_ragdive.llm.prompts import neutralise
+
+    rng = random.Random(7)
+    ascii_pool = list("ab <>\n{}") + ["<<", ">>", "<>", "><"]
+    wide_pool = ascii_pool + ["\u00ab", "\u00bb", "\u2039", "\u3008", "\uff1c", "\uff1e", "\u200b", "\u202e", "\u00ad", "\u00e9"]
+    for pool in (ascii_pool, wide_pool):
+        for _ in range(3000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 12)))
+            assert neutralise(text) == _neutralise_by_rule(text), repr(text)
+
+
+def test_fence_is_a_session_memo_that_gives_the_same_text() -> None:
+    from pytest_ragdive.core.memo import memo_sizes
+
+    first = fence("a context <<< with brackets", "context 1")
+    assert fence("a context <<< with brackets", "context 1") == first
+    assert fence("a context <<< with brackets", "context 2") != first  # the label is part of the key
+    assert any(name.endswith("prompts.fence") and size >= 2 for name, size in memo_sizes().items())
