@@ -31,6 +31,10 @@ request); the fake server's CPU per request (its own process: on 2 cores it
 shares the machine with the client); the first request's delay after the
 test loop starts; the most requests the server saw at once; the warm rerun's
 requests and wall; the load average before and after the row.
+
+``--repeat N`` runs the whole sweep N times, one row per run (the machine's speed
+drifts by a third within an hour on a shared 2-core host), then prints each row's
+median over the runs.
 """
 
 from __future__ import annotations
@@ -218,6 +222,7 @@ def main() -> None:
     ap.add_argument("--concurrency", default="8,16,32,64")
     ap.add_argument("--transports", default="openai_http,litellm,auto-groq",
                     help="openai_http, litellm, auto-groq (a groq/ model string routed over the lean path)")
+    ap.add_argument("--repeat", type=int, default=1, help="run the sweep N times, then print the medians")
     ap.add_argument("--judge-prompts", default="per_metric", choices=("per_metric", "combined"),
                     help="combined: one judge request per answered turn (judge_prompts)")
     args = ap.parse_args()
@@ -244,33 +249,46 @@ def main() -> None:
 
     print(f"{args.conversations} generated conversations x {args.turns} turns, judged; latency {args.latency:g} s; "
           f"{os.cpu_count()} CPUs\n")
-    print("| transport | in flight | requests | wall s | ideal s | efficiency | client CPU ms/call | "
+    print("| transport | in flight | requests | wall s | ideal s | efficiency | client CPU ms/call | bot CPU s | "
           "server CPU ms/req | first request s | max in flight | warm requests | warm wall s | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    runs: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    sweep = [(t, int(x)) for _ in range(args.repeat) for t in args.transports.split(",")
+             for x in args.concurrency.split(",")]
     try:
-        for transport in args.transports.split(","):
-            for level in (int(x) for x in args.concurrency.split(",")):
-                with tempfile.TemporaryDirectory() as d:
-                    root = Path(d)
-                    project(root, url, transport, level, args.conversations, args.turns, args.judge_prompts)
-                    count()
-                    load = os.getloadavg()[0]
-                    cold = run(root, transport)
-                    c = count()
-                    warm = run(root, transport)
-                    w = count()
-                requests = int(c["requests"])
-                ideal = ideal_s(requests, level)
-                cpu = 1000 * (cold["cpu"] - cold["target"]) / max(1, requests)
-                server_cpu = 1000 * c["cpu"] / max(1, requests)
-                first = c["first"] - cold["t0"] if requests else float("nan")
-                print(f"| {transport} | {level} | {requests} | {cold['wall']:.2f} | {ideal:.2f} | "
-                      f"{ideal / cold['wall']:.2f} | {cpu:.2f} | {server_cpu:.2f} | {first:.2f} | "
-                      f"{int(c['max_in_flight'])} | {int(w['requests'])} | {warm['wall']:.2f} | "
-                      f"{load:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
+        for transport, level in sweep:
+            with tempfile.TemporaryDirectory() as d:
+                root = Path(d)
+                project(root, url, transport, level, args.conversations, args.turns, args.judge_prompts)
+                count()
+                load = os.getloadavg()[0]
+                cold = run(root, transport)
+                c = count()
+                warm = run(root, transport)
+                w = count()
+            requests = int(c["requests"])
+            ideal = ideal_s(requests, level)
+            cpu = 1000 * (cold["cpu"] - cold["target"]) / max(1, requests)
+            server_cpu = 1000 * c["cpu"] / max(1, requests)
+            first = c["first"] - cold["t0"] if requests else float("nan")
+            runs.setdefault((transport, level), []).append((ideal / cold["wall"], cpu, cold["target"]))
+            print(f"| {transport} | {level} | {requests} | {cold['wall']:.2f} | {ideal:.2f} | "
+                  f"{ideal / cold['wall']:.2f} | {cpu:.2f} | {cold['target']:.2f} | {server_cpu:.2f} | {first:.2f} | "
+                  f"{int(c['max_in_flight'])} | {int(w['requests'])} | {warm['wall']:.2f} | "
+                  f"{load:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
     finally:
         server.stdin.close()
         server.wait(timeout=10)
+    if args.repeat > 1:
+        import statistics
+
+        print(f"\nmedians of {args.repeat} runs\n")
+        print("| transport | in flight | efficiency (each run) | efficiency | client CPU ms/call | bot CPU s |")
+        print("|---|---:|---|---:|---:|---:|")
+        for (transport, level), rows in runs.items():
+            each = ", ".join(f"{r[0]:.2f}" for r in rows)
+            med = [statistics.median(r[i] for r in rows) for i in range(3)]
+            print(f"| {transport} | {level} | {each} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} |")
 
 
 if __name__ == "__main__":
