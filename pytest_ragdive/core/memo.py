@@ -2,7 +2,7 @@
 
 Offline scoring memoises pure functions of text (tokens, windows, supports, key facts,
 personal-data scans, HTML escaping), as the judges' prompts memoise fencing untrusted text
-(``llm/prompts.fence``): each is bounded and keyed by the text itself, so an
+(``llm/prompts._fence_short``): each is bounded and keyed by the text itself, so an
 entry is never stale, but a module-level cache lives as long as the process, and its
 entries and memory would outlive the pytest session that filled them (pytester's
 in-process runs, a command line calling :func:`pytest_ragdive.run_suite` several times).

@@ -88,7 +88,12 @@ def _ascii_bracket(ch: str) -> str:
     return "<" if ch in _OPENERS else ">"
 
 
-@memo(1024)  # one context is fenced for each judge of each turn that retrieved it
+#: texts up to this long are fenced through a memo (a context is shown to every judge of each
+#: turn that retrieved it); a longer one (a whole reference document) is fenced anew each time,
+#: so the memo holds at most about 1,024 x 2 x 4,096 characters
+FENCE_MEMO_MAX_CHARS = 4096
+
+
 def fence(text: str, name: str) -> str:
     """Wrap untrusted text in markers that the text itself cannot close.
 
@@ -96,6 +101,17 @@ def fence(text: str, name: str) -> str:
     its own hash to forge the closing marker; any marker-like sequence inside
     the text, look-alikes included, is neutralised as well (:func:`neutralise`).
     """
+    if len(text) <= FENCE_MEMO_MAX_CHARS:
+        return _fence_short(text, name)
+    return _fence(text, name)
+
+
+@memo(1024)
+def _fence_short(text: str, name: str) -> str:
+    return _fence(text, name)
+
+
+def _fence(text: str, name: str) -> str:
     tag = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     safe = neutralise(text)
     label = neutralise(name).upper()

@@ -61,4 +61,19 @@ def test_fence_is_a_session_memo_that_gives_the_same_text() -> None:
     first = fence("a context <<< with brackets", "context 1")
     assert fence("a context <<< with brackets", "context 1") == first
     assert fence("a context <<< with brackets", "context 2") != first  # the label is part of the key
-    assert any(name.endswith("prompts.fence") and size >= 2 for name, size in memo_sizes().items())
+    sizes = {name.rsplit(".", 1)[-1]: size for name, size in memo_sizes().items() if ".prompts." in name}
+    assert sizes.get("_fence_short", 0) >= 2
+
+
+def test_a_long_text_is_fenced_outside_the_memo() -> None:
+    from pytest_ragdive.core.memo import memo_sizes
+    from pytest_ragdive.llm.prompts import FENCE_MEMO_MAX_CHARS
+
+    def held() -> int:
+        return next(size for name, size in memo_sizes().items() if name.endswith("prompts._fence_short"))
+
+    before = held()
+    long = "x" * FENCE_MEMO_MAX_CHARS + " <<< y"
+    body = fence(long, "reference").split("\n")[1]
+    assert body == "x" * FENCE_MEMO_MAX_CHARS + " < < < y"
+    assert held() == before  # a whole document is not kept
