@@ -40,6 +40,15 @@ def without_langsmith(addopts: str = "") -> str:
 os.environ["PYTEST_ADDOPTS"] = without_langsmith(os.environ.get("PYTEST_ADDOPTS", ""))
 
 
+#: the repository's root (benchmarks/, docs/, example_project/)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py``, imported by path (:func:`load_script`)."""
+    return load_script(REPO / "benchmarks" / f"{name}.py")
+
+
 def load_script(path: Path) -> ModuleType:
     """A script that is not a package module (a benchmark, a docs generator), imported by path
     under its file name (registered in sys.modules: its dataclasses need it)."""

@@ -3,23 +3,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
-from conftest import load_script
+from conftest import load_benchmark
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def bench() -> Any:
-    return load_script(ROOT / "benchmarks" / "bench_gate.py")
-
 
 def test_bench_gate_records_and_decides_like_the_plugin() -> None:
-    b = bench()
+    b = load_benchmark("bench_gate")
     gate = b.gate_of("core")
     assert "safety_pass_rate" in gate and "correctness" in gate
     b.check_record("core", gate)  # raises when the stored baseline differs from build_baseline's

@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import load_script
+from conftest import load_benchmark
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def bench() -> Any:
-    return load_script(ROOT / "benchmarks" / "bench_scale.py")
-
 
 def test_the_gated_mode_records_then_gates_and_measures_the_gate(tmp_path: Path) -> None:
-    b = bench()
+    b = load_benchmark("bench_scale")
     b.make_project(tmp_path, 4)
     rec = b.run_once(tmp_path, 0, "record", ("--ragdive-baseline=baseline.json", "--ragdive-update-baseline"))
     assert (tmp_path / "baseline.json").is_file() and rec["check_cpu"] == 0.0  # recording: nothing paired

@@ -5,24 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import load_script
+from conftest import REPO, load_benchmark
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def bench() -> Any:
-    return load_script(ROOT / "benchmarks" / "bench_scoring_sizes.py")
-
 
 def test_the_bot_answers_in_the_sizes_asked_and_the_plugin_scores_every_turn(tmp_path: Path) -> None:
-    b = bench()
+    b = load_benchmark("bench_scoring_sizes")
     b.make_project(tmp_path, 2, b.sentences())
-    r = b.run(tmp_path, ROOT, 4, 6)
+    r = b.run(tmp_path, REPO, 4, 6)
     assert r["calls"] >= 2 * 5 and 0 < r["target"] < r["cpu"]  # every turn asked the bot; its CPU is apart
     data = json.loads((tmp_path / "report" / "results.json").read_text())
     turns = [t for c in data["conversations"] for t in c["turns"]]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import load_script
+from conftest import load_benchmark
 
 from pytest_ragdive.sources.golden import load_conversations, load_corpus, load_single_turn
 
@@ -151,7 +151,7 @@ def test_http_bot_answers_in_its_own_shape_with_knobs_from_headers() -> None:
 
 @pytest.mark.slow
 def test_bench_records_a_baseline_and_gates_knobs_with_real_pytest(tmp_path: Path) -> None:
-    mod = load_script(ROOT / "benchmarks" / "bench_zoo.py")
+    mod = load_benchmark("bench_zoo")
     out = mod.main(["--bots", "keyword", "--knobs", "invent_fact", "--runs", "2", "--reruns", "0",
                     "--workdir", str(tmp_path), "--out", str(tmp_path / "zoo.json")])
     gates = out["bots"]["keyword"]["gates"]
