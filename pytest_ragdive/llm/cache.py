@@ -580,12 +580,7 @@ class LLMCache:
             self._raise_busy(e)
             self._broken(e)
             return 1
-        return self.presence_others(marker.token)
-
-    def presence_others(self, token: str) -> int:
-        """How many live presence rows other than ``token``'s the cache holds (at most 64 read;
-        an error counts as one: claim)."""
-        return self.presence_of_others(token)[0]
+        return self.presence_of_others(marker.token)[0]
 
     def presence_of_others(self, token: str) -> tuple[int, int]:
         """The live presence rows other than ``token``'s (at most 64 read; an error counts as

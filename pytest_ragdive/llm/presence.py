@@ -110,7 +110,7 @@ class Presence:
                 others = await self._beat(claims=self.shared)
                 beat = loop.time()
             else:
-                others = self._cache.presence_others(self.marker.token) > 0
+                others = self._cache.presence_of_others(self.marker.token)[0] > 0
             if others and not self.shared:
                 self.shared = True  # new calls claim from now on; the ones in flight are claimed here
                 await self._claim_in_flight(sorted(self._unclaimed))  # and the answers not stored yet written
